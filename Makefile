@@ -1,0 +1,48 @@
+# Two commands for a newcomer: `make demo` and `make test`. Each creates the environment first.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# uv from PATH, else bootstrapped into .tools/ with pip (no system changes).
+UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
+CORES ?= 2
+
+.PHONY: env demo test test-slow lint envs clean-results help
+
+help:
+	@echo "make demo       set up .venv and run the embedded demo end to end"
+	@echo "make test       fast test tier (<= 10 min)"
+	@echo "make test-slow  slow test tier (<= 40 min)"
+	@echo "make lint       ruff + snakemake --lint"
+
+.tools/bin/uv:
+	$(PYTHON) -m venv .tools
+	.tools/bin/pip install --quiet uv
+
+# The environment, exactly as locked (all extras: the GPL-3 offline-data copy of Concrete for the
+# demo, GPJax for benchmarks).
+$(VENV)/.synced: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --all-extras --python $(PYTHON)
+	@touch $@
+
+env: $(VENV)/.synced
+
+demo: env
+	$(BIN)/snakemake --configfile presets/demo.yaml --cores $(CORES) --quiet rules
+	@$(BIN)/postrisk outputs --configfile presets/demo.yaml
+
+test: env
+	$(BIN)/pytest -m "not slow" -q
+
+test-slow: env
+	$(BIN)/pytest -m slow -q
+
+lint: env
+	$(BIN)/ruff check src tests scripts benchmarks
+	$(BIN)/snakemake --lint
+
+envs: env
+	$(BIN)/postrisk envs --write
+
+clean-results:
+	rm -rf results .snakemake

@@ -1,0 +1,19 @@
+# postrisk: ground-truth AU/EU tasks, reference posteriors, methods and metrics (README.md).
+import os
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: os.path.join(workflow.basedir, "config.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/covariates.smk"
+
+
+rule all:
+    input:
+        all_targets,
+    default_target: True

@@ -1,0 +1,56 @@
+"""Check the demo's per-stage wall-clock budget (SPEC §12) from Snakemake's benchmark files.
+
+Run after `make demo`:  .venv/bin/python benchmarks/demo_budget.py [--results results]
+Each rule writes `results/benchmarks/<stage>/<job>.tsv` (its `benchmark:` file). A stage's time
+is the sum of its jobs' wall-clock seconds (an upper bound on its share of a 2-core run); it is
+compared with `budget_s` in presets/demo.yaml, and the ratio used/budget is printed per stage.
+Exit status 1 when any stage, or the 15-minute total, is over budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+import yaml
+
+TOTAL_BUDGET_S = 15 * 60
+
+
+def stage_seconds(results: Path) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for tsv in sorted((results / "benchmarks").glob("*/*.tsv")):
+        with tsv.open() as fh:
+            rows = list(csv.DictReader(fh, delimiter="\t"))
+        out[tsv.parent.name] = out.get(tsv.parent.name, 0.0) + sum(float(r["s"]) for r in rows)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=Path("results"))
+    parser.add_argument("--preset", type=Path, default=Path("presets/demo.yaml"))
+    args = parser.parse_args(argv)
+    budget = yaml.safe_load(args.preset.read_text())["budget_s"]
+    used = stage_seconds(args.results)
+    if not used:
+        print(f"no benchmark files under {args.results}/benchmarks: run `make demo` first")
+        return 1
+    ok = True
+    print(f"{'stage':<14}{'used s':>9}{'budget s':>10}{'ratio':>8}")
+    for stage in sorted(set(budget) | set(used)):
+        spent, allowed = used.get(stage, 0.0), budget.get(stage)
+        ratio = spent / allowed if allowed else float("inf")
+        flag = "" if allowed and ratio <= 1 else "  OVER" if allowed else "  (no budget)"
+        ok &= bool(allowed) and ratio <= 1
+        print(f"{stage:<14}{spent:>9.1f}{allowed or 0:>10.0f}{ratio:>8.2f}{flag}")
+    total = sum(used.values())
+    ok &= total <= TOTAL_BUDGET_S
+    print(f"{'total':<14}{total:>9.1f}{TOTAL_BUDGET_S:>10.0f}{total / TOTAL_BUDGET_S:>8.2f}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

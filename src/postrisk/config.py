@@ -1,0 +1,258 @@
+"""Workflow configuration: the grid's vocabulary, schema validation with clear messages, the plan.
+
+The schema is built here (enums come from the registries), used by ``rules/common.smk`` at
+workflow start and by the command line; a bad key stops everything with one message that
+names the key and the allowed values.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from postrisk.covariates.registry import registry, task_datasets
+
+PRIORS = ("gp", "hbart", "bnn")
+NOISE_MODES = ("homoscedastic", "smooth_monotone", "bump", "edges")
+COVERAGES = ("balanced", "ood")
+#: Registry names of the 19 methods (SPEC §10), then the reference rows scored beside them.
+METHODS = ("blr", "gp", "vlgp", "dkl", "sngp_het", "ngboost_nig", "ngboost_bag", "catboost_ps",
+           "catboost_kgb", "nn_bag", "nn_ens", "nn_drop", "nn_edl", "nn_deup", "nn_lap",
+           "nn_lap_sn", "nn_fsp", "nn_fsp_sn", "nn_swag")
+REFERENCE_ROWS = ("oracle", "distance", "constant_au")
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message names the key and what is allowed."""
+
+
+def _names(values) -> dict:
+    return {"type": "array", "items": {"enum": list(values)}, "minItems": 1, "uniqueItems": True}
+
+
+def _positive_int() -> dict:
+    return {"type": "integer", "minimum": 1}
+
+
+def config_schema() -> dict:
+    """The JSON schema of a workflow configuration (config.yaml merged with a preset)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["scale", "datasets", "priors", "noise_modes", "coverages", "seeds", "sizes",
+                     "covariates", "local_guard", "cost_model"],
+        "properties": {
+            "scale": {"enum": ["paper", "demo", "smoke"]},
+            "datasets": _names(task_datasets()),
+            "ood_datasets": {**_names(registry()), "minItems": 0},
+            "priors": _names(PRIORS),
+            "noise_modes": _names(NOISE_MODES),
+            "coverages": _names(COVERAGES),
+            "methods": {**_names(METHODS), "minItems": 0},
+            "seeds": {
+                "type": "object", "additionalProperties": False,
+                "required": ["valid_per_cell", "candidates"],
+                "properties": {"valid_per_cell": _positive_int(), "candidates": _positive_int()},
+            },
+            "sizes": {
+                "type": "object", "additionalProperties": False,
+                "required": ["n_eval_cap"],
+                "properties": {
+                    "n_eval_cap": _positive_int(),
+                    "n_cap": {"anyOf": [{"type": "null"}, _positive_int()]},
+                },
+            },
+            "covariates": {
+                "type": "object", "additionalProperties": False,
+                "properties": {
+                    "prefer_offline_package": {"type": "boolean"},
+                    "raw_dir": {"type": "string", "minLength": 1},
+                    "fetch_retries": _positive_int(),
+                    "fetch_timeout_s": {"type": "number", "exclusiveMinimum": 0},
+                },
+            },
+            "confirm_full_run": {"type": "boolean"},
+            "local_guard": {
+                "type": "object", "additionalProperties": False,
+                "required": ["max_instances"],
+                "properties": {"max_instances": _positive_int()},
+            },
+            "cost_model": {
+                "type": "object",
+                "additionalProperties": {"type": "number", "minimum": 0},
+            },
+            "budget_s": {
+                "type": "object",
+                "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+            },
+        },
+    }
+
+
+def _key(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _message(err: jsonschema.ValidationError) -> str:
+    key = _key(err.absolute_path)
+    if err.validator == "enum":
+        allowed = ", ".join(map(str, err.validator_value))
+        return f"config key '{key}': {err.instance!r} is not allowed; allowed values: {allowed}"
+    if err.validator in ("minimum", "exclusiveMinimum"):
+        return f"config key '{key}': {err.instance!r} must be positive (≥ {err.validator_value})"
+    if err.validator == "additionalProperties":
+        allowed = ", ".join(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        return f"config key '{key}': unknown key(s) {extra}; allowed keys: {allowed}"
+    if err.validator == "required":
+        return f"config key '{key}': {err.message}"
+    if err.validator == "anyOf":
+        return f"config key '{key}': {err.instance!r} must be null or a positive integer"
+    return f"config key '{key}': {err.message}"
+
+
+def validate_config(config: Mapping[str, Any]) -> dict:
+    """Check ``config`` against :func:`config_schema` and the cross-key rules; return a copy."""
+    cfg = copy.deepcopy(dict(config))
+    validator = jsonschema.Draft202012Validator(config_schema())
+    errors = sorted(validator.iter_errors(cfg), key=lambda e: (len(e.absolute_path), e.path))
+    if errors:
+        best = jsonschema.exceptions.best_match(errors)
+        # Prefer the deepest error inside an anyOf so the message names the real problem.
+        raise ConfigError(_message(best))
+    seeds = cfg["seeds"]
+    if seeds["candidates"] < seeds["valid_per_cell"]:
+        raise ConfigError(
+            f"config key 'seeds.candidates': {seeds['candidates']} is smaller than "
+            f"seeds.valid_per_cell = {seeds['valid_per_cell']}"
+        )
+    cfg.setdefault("ood_datasets", [])
+    cfg.setdefault("methods", [])
+    return cfg
+
+
+def deep_merge(base: Mapping, override: Mapping) -> dict:
+    """Snakemake's rule for ``--configfile``: mappings merge recursively, other values replace."""
+    out = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_config(*paths: str | Path) -> dict:
+    """Load and merge YAML files in order (config.yaml, then presets), then validate."""
+    merged: dict = {}
+    for path in paths:
+        merged = deep_merge(merged, yaml.safe_load(Path(path).read_text()) or {})
+    return validate_config(merged)
+
+
+# -- the grid ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Instance:
+    dataset: str
+    prior: str
+    noise: str
+    coverage: str
+    seed: int
+
+    @property
+    def path(self) -> str:
+        return f"{self.dataset}/{self.prior}/{self.noise}/{self.coverage}/{self.seed}"
+
+
+def covariate_datasets(cfg: Mapping) -> list[str]:
+    """Datasets whose covariate store the workflow builds (tasks first, then OOD-only)."""
+    names = list(cfg["datasets"]) + [n for n in cfg.get("ood_datasets", [])
+                                     if n not in cfg["datasets"]]
+    for name in list(names):
+        ref = registry()[name].scaling_reference
+        if ref and ref not in names:
+            names.append(ref)
+    return names
+
+
+def conditions(cfg: Mapping) -> Iterator[tuple[str, str, str, str]]:
+    yield from product(cfg["datasets"], cfg["priors"], cfg["noise_modes"], cfg["coverages"])
+
+
+def instances(cfg: Mapping, spare: bool = True) -> Iterator[Instance]:
+    """All instances of the grid; with ``spare`` every candidate seed, else the first valid ones."""
+    n_seeds = cfg["seeds"]["candidates"] if spare else cfg["seeds"]["valid_per_cell"]
+    for dataset, prior, noise, coverage in conditions(cfg):
+        for seed in range(n_seeds):
+            yield Instance(dataset, prior, noise, coverage, seed)
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    stage: str
+    jobs: int
+    cpu_minutes_per_job: float
+
+    @property
+    def cpu_hours(self) -> float:
+        return self.jobs * self.cpu_minutes_per_job / 60
+
+
+def plan(cfg: Mapping) -> list[StagePlan]:
+    """Jobs per stage the workflow would run for ``cfg`` and their estimated CPU time.
+
+    Only stages the workflow implements are listed; each stage's per-job cost comes from
+    ``cost_model`` in the config (minutes on one 2-core node, from measured stack facts).
+    """
+    costs = cfg["cost_model"]
+    return [StagePlan("covariates", len(covariate_datasets(cfg)), costs.get("covariates", 1.0))]
+
+
+def n_instances(cfg: Mapping) -> int:
+    return math.prod(len(cfg[k]) for k in ("datasets", "priors", "noise_modes", "coverages")) \
+        * cfg["seeds"]["candidates"]
+
+
+def plan_report(cfg: Mapping) -> str:
+    """A few lines: the grid's size, jobs per stage and an estimate of the cost."""
+    stages = plan(cfg)
+    lines = [
+        f"grid: {len(cfg['datasets'])} datasets × {len(cfg['priors'])} priors × "
+        f"{len(cfg['noise_modes'])} noise modes × {len(cfg['coverages'])} coverages × "
+        f"{cfg['seeds']['candidates']} candidate seeds = {n_instances(cfg):,} instances "
+        f"({cfg['seeds']['valid_per_cell']} valid seeds used per cell)",
+    ]
+    for s in stages:
+        lines.append(f"  {s.stage:<12} {s.jobs:>7,} jobs  ≈ {s.cpu_hours:,.1f} CPU-hours")
+    total_jobs = sum(s.jobs for s in stages)
+    total_hours = sum(s.cpu_hours for s in stages)
+    lines.append(f"  {'total':<12} {total_jobs:>7,} jobs  ≈ {total_hours:,.1f} CPU-hours "
+                 f"(≈ {total_hours / 2:,.1f} h wall-clock on 2 local cores)")
+    return "\n".join(lines)
+
+
+def guard_message(cfg: Mapping) -> str | None:
+    """Why a plain local run of ``cfg`` must stop for confirmation, or None if it may go on."""
+    guard = cfg["local_guard"]
+    if cfg.get("confirm_full_run", False) or n_instances(cfg) <= guard["max_instances"]:
+        return None
+    return (
+        "This configuration is the full grid, meant for a cluster "
+        "(`snakemake --profile profiles/slurm`).\n" + plan_report(cfg) + "\n"
+        "To run it locally anyway, confirm with `--config confirm_full_run=True`; to try it "
+        "small, use "
+        "`--configfile presets/demo.yaml`; to build one target, name it on the command line."
+    )

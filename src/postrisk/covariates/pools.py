@@ -1,0 +1,97 @@
+"""Evaluation/candidate split, coverage shells and the PC1 noise score (SPEC §3, §5, §6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+N_SHELLS = 5
+SHELL_SHRINKAGE = 0.1
+
+
+def eval_pool_size(n_rows: int, cap: int = 1500) -> int:
+    """``n_eval = min(cap, floor(N / 2))`` (App. B.1; cap 1500 at paper scale)."""
+    if n_rows < 2:
+        raise ValueError(f"need at least 2 rows to split, got {n_rows}")
+    return min(int(cap), n_rows // 2)
+
+
+def split_pools(n_rows: int, n_eval: int,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint sorted row indices: ``n_eval`` random evaluation rows and the candidate rest."""
+    if not 0 < n_eval < n_rows:
+        raise ValueError(f"n_eval must lie in (0, {n_rows}), got {n_eval}")
+    chosen = np.zeros(n_rows, dtype=bool)
+    chosen[rng.choice(n_rows, size=n_eval, replace=False)] = True
+    return np.flatnonzero(chosen), np.flatnonzero(~chosen)
+
+
+@dataclass(frozen=True)
+class Shells:
+    """Mahalanobis shells fitted on the candidate pool and applied to every row."""
+
+    center: np.ndarray  # candidate-pool column means
+    scale: np.ndarray  # candidate-pool column SDs (1 where constant)
+    precision: np.ndarray  # inverse of the shrunk covariance of the z-scored candidates
+    thresholds: np.ndarray  # the 4 quintile thresholds of the candidates' distances
+    shrinkage: float
+
+    def distance(self, x: np.ndarray) -> np.ndarray:
+        z = (np.asarray(x, dtype=float) - self.center) / self.scale
+        return np.sqrt(np.einsum("ij,jk,ik->i", z, self.precision, z))
+
+    def assign(self, x: np.ndarray) -> np.ndarray:
+        """Shell index 0 (innermost) … 4 (outermost) of every row of ``x``."""
+        return np.searchsorted(self.thresholds, self.distance(x), side="right").astype(np.int8)
+
+
+def fit_shells(candidates: np.ndarray, shrinkage: float = SHELL_SHRINKAGE) -> Shells:
+    """Z-score the candidates, shrink their covariance towards (tr C/d)·I, take quintiles.
+
+    ``C_λ = (1 − λ) C + λ (tr C / d) I`` with λ = ``shrinkage`` (App. B.4; SPEC §6).
+    """
+    x = np.asarray(candidates, dtype=float)
+    center = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    z = (x - center) / scale
+    cov = np.atleast_2d(np.cov(z, rowvar=False))
+    d = cov.shape[0]
+    shrunk = (1 - shrinkage) * cov + shrinkage * (np.trace(cov) / d) * np.eye(d)
+    precision = np.linalg.inv(shrunk)
+    partial = Shells(center, scale, precision, np.empty(0), shrinkage)
+    dist = partial.distance(x)
+    thresholds = np.quantile(dist, np.arange(1, N_SHELLS) / N_SHELLS)
+    return Shells(center, scale, precision, thresholds, shrinkage)
+
+
+@dataclass(frozen=True)
+class PrincipalScore:
+    """The first principal component of the column-standardised covariates (SPEC §5).
+
+    Loadings come from the evaluation pool; the sign is fixed so that the loading of largest
+    magnitude is positive. ``score`` is the raw projection; noise modes rank-Gaussianise it.
+    """
+
+    center: np.ndarray
+    scale: np.ndarray
+    loadings: np.ndarray
+    explained_variance_ratio: float
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        return ((np.asarray(x, dtype=float) - self.center) / self.scale) @ self.loadings
+
+
+def fit_principal_score(eval_pool: np.ndarray) -> PrincipalScore:
+    x = np.asarray(eval_pool, dtype=float)
+    center = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    z = (x - center) / scale
+    _, singular, vt = np.linalg.svd(z, full_matrices=False)
+    loadings = vt[0]
+    if loadings[np.argmax(np.abs(loadings))] < 0:
+        loadings = -loadings
+    ratio = float(singular[0] ** 2 / np.sum(singular**2)) if np.any(singular) else 0.0
+    return PrincipalScore(center, scale, loadings, ratio)

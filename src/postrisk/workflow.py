@@ -1,0 +1,29 @@
+"""Helpers for the thin Snakemake scripts: logging a job to its `log:` file."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def job_log(path: str | Path) -> Iterator[None]:
+    """Send stdout and stderr of the job to ``path``; a failure is logged, then re-raised."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with open(path, "w", buffering=1) as fh, contextlib.redirect_stdout(fh), \
+            contextlib.redirect_stderr(fh):
+        try:
+            yield
+        except BaseException:
+            traceback.print_exc(file=fh)
+            print(f"failed after {time.perf_counter() - start:.1f} s", file=fh)
+            # Also show the reason where the user is looking.
+            print(f"error: see {path}: {sys.exc_info()[1]}", file=sys.__stderr__)
+            raise
+        print(f"done in {time.perf_counter() - start:.1f} s")

@@ -1,0 +1,77 @@
+import pytest
+
+from postrisk.config import (
+    ConfigError,
+    covariate_datasets,
+    guard_message,
+    load_config,
+    n_instances,
+    plan,
+    validate_config,
+)
+
+
+@pytest.fixture
+def paper(repo):
+    return load_config(repo / "config.yaml")
+
+
+def test_paper_config_is_the_full_grid(paper):
+    assert len(paper["datasets"]) == 13 and len(paper["methods"]) == 19
+    assert n_instances(paper) == 13 * 3 * 4 * 2 * paper["seeds"]["candidates"]
+    assert covariate_datasets(paper)[-1] == "red_wine" and len(covariate_datasets(paper)) == 14
+    assert plan(paper)[0].jobs == 14
+
+
+def test_misspelled_dataset_names_key_and_allowed_values(paper):
+    bad = dict(paper, datasets=["abalone", "diamnds"])
+    with pytest.raises(ConfigError) as err:
+        validate_config(bad)
+    message = str(err.value)
+    assert "datasets[1]" in message and "'diamnds'" in message
+    assert "allowed values: abalone, airfoil" in message and "white_wine" in message
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("seeds", {"valid_per_cell": 0, "candidates": 13}, "seeds.valid_per_cell"),
+    ("sizes", {"n_eval_cap": 0}, "sizes.n_eval_cap"),
+    ("sizes", {"n_eval_cap": 1500, "n_cap": -5}, "sizes.n_cap"),
+])
+def test_non_positive_sizes_rejected(paper, key, value, expected):
+    with pytest.raises(ConfigError, match=expected):
+        validate_config(dict(paper, **{key: value}))
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("priors", ["gp", "hbrat"], "allowed values: gp, hbart, bnn"),
+    ("noise_modes", ["bumpy"], "allowed values: homoscedastic, smooth_monotone, bump, edges"),
+    ("coverages", ["ood", "balance"], "allowed values: balanced, ood"),
+    ("methods", ["nn_ensemble"], "allowed values: blr, gp"),
+])
+def test_misspelled_vocabulary(paper, key, value, expected):
+    with pytest.raises(ConfigError, match=expected):
+        validate_config(dict(paper, **{key: value}))
+
+
+def test_unknown_key_and_seed_consistency(paper):
+    with pytest.raises(ConfigError, match="unknown key"):
+        validate_config(dict(paper, sede=3))
+    with pytest.raises(ConfigError, match="seeds.candidates"):
+        validate_config(dict(paper, seeds={"valid_per_cell": 10, "candidates": 5}))
+
+
+def test_presets_merge_and_validate(repo):
+    demo = load_config(repo / "config.yaml", repo / "presets" / "demo.yaml")
+    assert demo["scale"] == "demo" and demo["sizes"]["n_eval_cap"] == 1500
+    assert demo["covariates"]["prefer_offline_package"] is True
+    assert demo["covariates"]["raw_dir"] == "resources/raw"  # merged, not replaced
+    assert guard_message(demo) is None
+    smoke = load_config(repo / "config.yaml", repo / "presets" / "smoke.yaml")
+    assert smoke["sizes"]["n_eval_cap"] == 200
+
+
+def test_guard_stops_full_grid_unless_confirmed(paper):
+    message = guard_message(paper)
+    assert message and "4,056 instances" in message and "confirm_full_run=True" in message
+    assert "CPU-hours" in message
+    assert guard_message(dict(paper, confirm_full_run=True)) is None

@@ -1,0 +1,27 @@
+"""Slow tier: the demo preset end to end in a scratch directory, then its budget and outputs."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.workflow_helpers import REPO, snakemake
+
+
+@pytest.mark.slow
+def test_demo_end_to_end_within_budget(tmp_path):
+    run = snakemake(tmp_path, "--cores", "2", "--configfile", str(REPO / "presets/demo.yaml"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    budget = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks/demo_budget.py"), "--results",
+         str(tmp_path / "results"), "--preset", str(REPO / "presets/demo.yaml")],
+        capture_output=True, text=True)
+    assert budget.returncode == 0, budget.stdout + budget.stderr
+    outputs = subprocess.run(
+        [str(REPO / ".venv/bin/postrisk"), "outputs", "--configfile", "presets/demo.yaml",
+         "--results", str(tmp_path / "results")],
+        capture_output=True, text=True, cwd=REPO)
+    assert outputs.returncode == 0, outputs.stderr
+    assert "demo scale — not comparable to the paper" in outputs.stdout
+    assert "(missing)" not in outputs.stdout
+    assert "d/N = 6/53,940" in outputs.stdout and "d/N = 4/22,272" in outputs.stdout

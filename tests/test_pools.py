@@ -1,0 +1,68 @@
+import numpy as np
+import pytest
+
+from postrisk.covariates.pools import (
+    eval_pool_size,
+    fit_principal_score,
+    fit_shells,
+    split_pools,
+)
+from tests.conftest import OFFLINE_DATASETS
+
+
+@pytest.mark.parametrize("n_rows, expected", [(53940, 1500), (1503, 751), (1030, 515),
+                                               (908, 454), (3000, 1500), (2999, 1499)])
+def test_eval_pool_size(n_rows, expected):
+    assert eval_pool_size(n_rows) == expected
+
+
+def test_split_disjoint_and_complete():
+    ev, cand = split_pools(101, 50, np.random.default_rng(0))
+    assert len(ev) == 50 and len(cand) == 51
+    assert not set(ev) & set(cand)
+    np.testing.assert_array_equal(np.sort(np.concatenate([ev, cand])), np.arange(101))
+
+
+@pytest.mark.parametrize("name", OFFLINE_DATASETS)
+def test_offline_pools_and_outer_shell_share(offline_covariates, name):
+    ds = offline_covariates[name]
+    ev, cand = ds["eval_index"].values, ds["candidate_index"].values
+    n_rows = ds.sizes["row"]
+    assert not set(ev) & set(cand), "evaluation and candidate pools share rows"
+    assert len(ev) + len(cand) == n_rows
+    assert len(ev) == min(1500, n_rows // 2)
+    share = np.mean(ds["shell"].values[ev] == 4)
+    assert 0.17 <= share <= 0.23, share
+    # Candidate pool: quintiles by construction.
+    counts = np.bincount(ds["shell"].values[cand], minlength=5) / len(cand)
+    np.testing.assert_allclose(counts, 0.2, atol=0.01)
+    x = ds["x"].values
+    assert x.min() >= 0.0 and x.max() <= 1.0
+
+
+def test_shells_match_brute_force_mahalanobis():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(400, 3)) @ np.array([[1, 0.5, 0], [0, 1, 0.2], [0, 0, 0.3]])
+    shells = fit_shells(x, shrinkage=0.1)
+    z = (x - x.mean(0)) / x.std(0)
+    c = np.cov(z, rowvar=False)
+    c_shrunk = 0.9 * c + 0.1 * np.trace(c) / 3 * np.eye(3)
+    brute = np.array([np.sqrt(r @ np.linalg.solve(c_shrunk, r)) for r in z])
+    np.testing.assert_allclose(shells.distance(x), brute, rtol=1e-10)
+    np.testing.assert_allclose(shells.thresholds, np.quantile(brute, [0.2, 0.4, 0.6, 0.8]))
+    far = x.mean(0) + 100 * x.std(0)
+    assert shells.assign(far[None])[0] == 4 and shells.assign(x.mean(0)[None])[0] == 0
+
+
+def test_principal_score_sign_and_direction():
+    rng = np.random.default_rng(2)
+    t = rng.normal(size=500)
+    x = np.column_stack([-3 * t, 0.5 * t, rng.normal(scale=0.1, size=500)])
+    pcs = fit_principal_score(x)
+    assert pcs.loadings[np.argmax(np.abs(pcs.loadings))] > 0
+    np.testing.assert_allclose(np.linalg.norm(pcs.loadings), 1.0)
+    # The score is the projection on the leading eigenvector of the correlation matrix.
+    z = (x - x.mean(0)) / x.std(0)
+    _, vecs = np.linalg.eigh(np.cov(z, rowvar=False, bias=True))
+    np.testing.assert_allclose(np.abs(pcs.loadings), np.abs(vecs[:, -1]), atol=1e-10)
+    assert abs(np.corrcoef(pcs.score(x), t)[0, 1]) > 0.99
