@@ -11,6 +11,9 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 
 include: "rules/common.smk"
 include: "rules/covariates.smk"
+include: "rules/tasks.smk"
+include: "rules/checks.smk"
+include: "rules/methods.smk"
 
 
 rule all:

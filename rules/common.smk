@@ -23,6 +23,11 @@ config.clear()
 config.update(_validated)
 
 COVARIATE_DATASETS = pr_config.covariate_datasets(config)
+IMPLEMENTED_PRIORS = pr_config.implemented_priors(config)
+IMPLEMENTED_METHODS = pr_config.implemented_methods(config)
+CONDITIONS = pr_config.implemented_conditions(config)
+TASK_SEEDS = pr_config.task_seeds(config)
+CONFIG_DIGEST = pr_config.config_digest(config)
 
 
 wildcard_constraints:
@@ -36,6 +41,52 @@ wildcard_constraints:
 
 def covariate_store(dataset):
     return f"results/covariates/{dataset}.zarr"
+
+
+def covariate_store_of(wildcards):
+    return covariate_store(wildcards.dataset)
+
+
+def prior_settings(wildcards):
+    return {"gp": config["gp_prior"]}.get(wildcards.prior, {})
+
+
+def training_size_of(wildcards):
+    return pr_config.training_size(wildcards.dataset, config["sizes"].get("n_cap"))
+
+
+def posterior_gpus(wildcards):
+    """MCMC posteriors request a GPU on the cluster; the exact GP does not."""
+    return 0 if wildcards.prior == "gp" else 1
+
+
+def condition_path(w):
+    return f"{w.dataset}/{w.prior}/{w.noise}/{w.coverage}"
+
+
+def condition_samples(wildcards):
+    return [f"results/samples/{condition_path(wildcards)}/{s}.zarr" for s in TASK_SEEDS]
+
+
+def condition_tasks(wildcards):
+    return [f"results/tasks/{condition_path(wildcards)}/{s}.zarr" for s in TASK_SEEDS]
+
+
+def condition_fits(wildcards):
+    return [f"results/fits/{condition_path(wildcards)}/{m}.zarr" for m in IMPLEMENTED_METHODS]
+
+
+def method_settings(wildcards):
+    return config.get("method_settings", {}).get(wildcards.method, {})
+
+
+def all_task_stores(wildcards=None):
+    return [f"results/tasks/{d}/{p}/{n}/{c}/{s}.zarr"
+            for d, p, n, c in CONDITIONS for s in TASK_SEEDS]
+
+
+def all_score_tables(wildcards=None):
+    return [f"results/scores/{d}/{p}/{n}/{c}.csv" for d, p, n, c in CONDITIONS]
 
 
 def scaling_reference_input(wildcards):
@@ -60,4 +111,7 @@ def all_targets(wildcards):
         message = pr_config.guard_message(config)
         if message:
             raise WorkflowError(message)
-    return [covariate_store(d) for d in COVARIATE_DATASETS]
+    targets = [covariate_store(d) for d in COVARIATE_DATASETS]
+    if CONDITIONS:
+        targets += ["results/checks/table3.csv", "results/tables/scores.csv"]
+    return targets

@@ -62,12 +62,12 @@ def test_unknown_key_and_seed_consistency(paper):
 
 def test_presets_merge_and_validate(repo):
     demo = load_config(repo / "config.yaml", repo / "presets" / "demo.yaml")
-    assert demo["scale"] == "demo" and demo["sizes"]["n_eval_cap"] == 1500
+    assert demo["scale"] == "demo" and demo["sizes"]["n_eval_cap"] == 1000
     assert demo["covariates"]["prefer_offline_package"] is True
     assert demo["covariates"]["raw_dir"] == "resources/raw"  # merged, not replaced
     assert guard_message(demo) is None
     smoke = load_config(repo / "config.yaml", repo / "presets" / "smoke.yaml")
-    assert smoke["sizes"]["n_eval_cap"] == 200
+    assert smoke["sizes"]["n_eval_cap"] == 150 and smoke["priors"] == ["gp"]
 
 
 def test_guard_stops_full_grid_unless_confirmed(paper):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from postrisk.covariates import get_dataset, registry, task_datasets
+from postrisk.covariates.registry import get_dataset, registry, task_datasets
 
 TABLE4 = {  # name: (source, d, N, n_eval, n, noise_to_signal, kernel)
     "abalone": ("UCI 1", 7, 4177, 1500, 2084, 0.28, ("arccos0",)),

@@ -3,9 +3,12 @@
 import re
 import socket
 
+import pandas as pd
+import pytest
 import yaml
 
 from postrisk.covariates.build import summarize_store
+from postrisk.tasks.store import validate_store
 from tests.workflow_helpers import REPO, snakemake
 
 
@@ -15,11 +18,15 @@ def job_counts(stdout: str) -> dict[str, int]:
             for m in re.finditer(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE)}
 
 
-def test_dry_run_of_full_config_plans_all_covariates(tmp_path):
+def test_dry_run_of_full_config_plans_the_gp_grid(tmp_path):
     run = snakemake(tmp_path, "-n")
     assert run.returncode == 0, run.stderr
     counts = job_counts(run.stdout)
-    assert counts["covariates"] == 14 and counts["total"] == 15
+    instances = 13 * 4 * 2 * 10  # GP part: datasets × noise × coverage × valid seeds
+    assert counts["covariates"] == 14 and counts["prior"] == 13
+    assert counts["sample"] == instances and counts["posterior"] == instances
+    assert counts["fit"] == 13 * 4 * 2 and counts["score"] == 13 * 4 * 2
+    assert counts["checks"] == 1 and counts["aggregate_scores"] == 1
     for name in ("abalone", "sarcos", "white_wine", "red_wine"):
         assert f"results/covariates/{name}.zarr" in run.stdout
 
@@ -69,13 +76,30 @@ def test_smoke_preset_end_to_end(tmp_path):
     run = snakemake(tmp_path, "--cores", "2", "--configfile",
                     str(REPO / "presets" / "smoke.yaml"))
     assert run.returncode == 0, run.stderr[-3000:]
-    for name, d, n_rows in (("concrete", 8, 1030), ("health_insurance", 4, 22272)):
-        summary = summarize_store(tmp_path / f"results/covariates/{name}.zarr")
-        assert (summary["d"], summary["N"], summary["n_eval"]) == (d, n_rows, 200)
-        assert (tmp_path / f"results/logs/covariates/{name}.log").exists()
+    summary = summarize_store(tmp_path / "results/covariates/concrete.zarr")
+    assert (summary["d"], summary["N"], summary["n_eval"]) == (8, 1030, 150)
+    task = tmp_path / "results/tasks/concrete/gp/smooth_monotone/balanced/0.zarr"
+    validate_store(task, kind="task")
+    table3 = pd.read_csv(tmp_path / "results/checks/table3.csv")
+    assert table3["prior"].tolist() == ["gp"] and table3["scale"].iloc[0] == "smoke"
+    scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
+    assert {"blr", "oracle", "distance", "constant_au"} <= set(scores["method"])
+    oracle = scores[(scores["method"] == "oracle")
+                    & (scores["target"] == "eu_posterior_excess_risk")]
+    assert oracle["mean"].iloc[0] == pytest.approx(1.0)  # EU = σ²_f exactly when â = m_S
+    for png in ("rank_histograms.png", "scores.png"):
+        assert (tmp_path / "results/figures" / png).stat().st_size > 1000
     # Nothing left to do on a second run.
     again = snakemake(tmp_path, "-n", "--configfile", str(REPO / "presets" / "smoke.yaml"))
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_one_task_store_builds_only_what_it_needs(tmp_path):
+    target = "results/tasks/diamonds/gp/smooth_monotone/balanced/0.zarr"
+    run = snakemake(tmp_path, "-n", target)
+    assert run.returncode == 0, run.stderr
+    assert job_counts(run.stdout) == {"covariates": 1, "prior": 1, "sample": 1, "posterior": 1,
+                                      "total": 4}
 
 
 def test_targeted_build_needs_only_its_inputs(tmp_path):

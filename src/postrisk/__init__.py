@@ -7,3 +7,18 @@ try:
     __version__ = metadata.version("postrisk")
 except metadata.PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+unknown"
+
+__all__ = ["Task", "validate_store", "__version__"]
+
+
+def __getattr__(name: str):
+    # Lazy, so `import postrisk` stays light (no xarray/zarr until used).
+    if name == "validate_store":
+        from postrisk.tasks.store import validate_store
+
+        return validate_store
+    if name == "Task":
+        from postrisk.tasks.task import Task
+
+        return Task
+    raise AttributeError(f"module 'postrisk' has no attribute {name!r}")

@@ -14,11 +14,11 @@ from postrisk.covariates import (
     build_covariates,
     get_dataset,
     load_raw_table,
-    registry,
     scaling_from_store,
     verify_covariates,
     write_covariates,
 )
+from postrisk.covariates.registry import registry
 
 
 def _fetch_settings(args) -> FetchSettings:
@@ -93,6 +93,18 @@ def _cmd_outputs(args) -> int:
                   f"outermost-shell share (eval) = {s['outer_shell_share_eval']:.3f}")
         else:
             print(f"    {path}  (missing)")
+    conditions = pr_config.implemented_conditions(cfg)
+    if conditions:
+        tasks = [root / "tasks" / f"{d}/{p}/{n}/{c}/{s}.zarr"
+                 for d, p, n, c in conditions for s in pr_config.task_seeds(cfg)]
+        present = sum(t.exists() for t in tasks)
+        print(f"  task stores: {root / 'tasks'}/  ({present} of {len(tasks)} present)")
+        for label, rel in (("checks (Table 3)", "checks/table3.csv"),
+                           ("rank histograms", "figures/rank_histograms.png"),
+                           ("scores (mean ρ per method and target)", "tables/scores.csv"),
+                           ("scores figure", "figures/scores.png")):
+            path = root / rel
+            print(f"  {label}: {path}" + ("" if path.exists() else "  (missing)"))
     return 0
 
 

@@ -49,7 +49,7 @@ def config_schema() -> dict:
         "type": "object",
         "additionalProperties": False,
         "required": ["scale", "datasets", "priors", "noise_modes", "coverages", "seeds", "sizes",
-                     "covariates", "local_guard", "cost_model"],
+                     "covariates", "local_guard", "cost_model", "gp_prior", "posterior"],
         "properties": {
             "scale": {"enum": ["paper", "demo", "smoke"]},
             "datasets": _names(task_datasets()),
@@ -89,6 +89,21 @@ def config_schema() -> dict:
             "cost_model": {
                 "type": "object",
                 "additionalProperties": {"type": "number", "minimum": 0},
+            },
+            "gp_prior": {
+                "type": "object", "additionalProperties": False,
+                "required": ["fit_rows", "fit_max_iter", "fit_restarts", "scale_draws"],
+                "properties": {"fit_rows": _positive_int(), "fit_max_iter": _positive_int(),
+                               "fit_restarts": {"type": "integer", "minimum": 0},
+                               "scale_draws": _positive_int()},
+            },
+            "posterior": {
+                "type": "object", "additionalProperties": False, "required": ["draws"],
+                "properties": {"draws": {"type": "integer", "minimum": 40}},
+            },
+            "method_settings": {
+                "type": "object", "propertyNames": {"enum": list(METHODS)},
+                "additionalProperties": {"type": "object"},
             },
             "budget_s": {
                 "type": "object",
@@ -188,6 +203,14 @@ def covariate_datasets(cfg: Mapping) -> list[str]:
     return names
 
 
+def training_size(dataset: str, n_cap: int | None) -> int:
+    """Table 4's n for ``dataset``, capped by ``sizes.n_cap`` when a preset sets one."""
+    n = registry()[dataset].n
+    if n is None:
+        raise ValueError(f"{dataset} is not a task dataset")
+    return min(n, n_cap) if n_cap else n
+
+
 def conditions(cfg: Mapping) -> Iterator[tuple[str, str, str, str]]:
     yield from product(cfg["datasets"], cfg["priors"], cfg["noise_modes"], cfg["coverages"])
 
@@ -211,14 +234,56 @@ class StagePlan:
         return self.jobs * self.cpu_minutes_per_job / 60
 
 
+def implemented_priors(cfg: Mapping) -> list[str]:
+    """The configured prior families the workflow can build today."""
+    from postrisk.priors.family import FAMILIES
+
+    return [p for p in cfg["priors"] if p in FAMILIES]
+
+
+def implemented_methods(cfg: Mapping) -> list[str]:
+    """The configured methods the workflow can fit today."""
+    from postrisk.methods.registry import METHOD_PATHS
+
+    return [m for m in cfg.get("methods", []) if m in METHOD_PATHS]
+
+
+def task_seeds(cfg: Mapping) -> list[int]:
+    """Seeds whose task stores are built for every condition.
+
+    With BNN in the grid, every candidate seed is built (validity is decided by the BNN
+    instance's R̂ at aggregation); without it every seed is valid and the first
+    ``valid_per_cell`` suffice (SPEC §8).
+    """
+    seeds = cfg["seeds"]
+    n = seeds["candidates"] if "bnn" in implemented_priors(cfg) else seeds["valid_per_cell"]
+    return list(range(n))
+
+
+def implemented_conditions(cfg: Mapping) -> list[tuple[str, str, str, str]]:
+    priors = implemented_priors(cfg)
+    return [c for c in conditions(cfg) if c[1] in priors]
+
+
 def plan(cfg: Mapping) -> list[StagePlan]:
     """Jobs per stage the workflow would run for ``cfg`` and their estimated CPU time.
 
-    Only stages the workflow implements are listed; each stage's per-job cost comes from
-    ``cost_model`` in the config (minutes on one 2-core node, from measured stack facts).
+    Only stages and families the workflow implements are listed; each stage's per-job cost
+    comes from ``cost_model`` in the config (minutes on one 2-core node).
     """
     costs = cfg["cost_model"]
-    return [StagePlan("covariates", len(covariate_datasets(cfg)), costs.get("covariates", 1.0))]
+    conds = implemented_conditions(cfg)
+    n_tasks = len(conds) * len(task_seeds(cfg))
+    n_methods = len(implemented_methods(cfg))
+    priors = implemented_priors(cfg)
+    return [
+        StagePlan("covariates", len(covariate_datasets(cfg)), costs.get("covariates", 1.0)),
+        StagePlan("prior", len(cfg["datasets"]) * len(priors), costs.get("prior", 1.0)),
+        StagePlan("sample", n_tasks, costs.get("sample", 0.1)),
+        StagePlan("posterior", n_tasks, costs.get("posterior_gp", 0.2)),
+        StagePlan("fit", len(conds) * n_methods, costs.get("fit", 1.0)),
+        StagePlan("score", len(conds), costs.get("score", 0.5)),
+    ]
 
 
 def n_instances(cfg: Mapping) -> int:
@@ -237,11 +302,25 @@ def plan_report(cfg: Mapping) -> str:
     ]
     for s in stages:
         lines.append(f"  {s.stage:<12} {s.jobs:>7,} jobs  ≈ {s.cpu_hours:,.1f} CPU-hours")
+    missing_priors = [p for p in cfg["priors"] if p not in implemented_priors(cfg)]
+    missing_methods = [m for m in cfg.get("methods", []) if m not in implemented_methods(cfg)]
+    if missing_priors or missing_methods:
+        lines.append(f"  (not implemented yet, not planned: priors {missing_priors or '-'}; "
+                     f"{len(missing_methods)} methods)")
     total_jobs = sum(s.jobs for s in stages)
     total_hours = sum(s.cpu_hours for s in stages)
     lines.append(f"  {'total':<12} {total_jobs:>7,} jobs  ≈ {total_hours:,.1f} CPU-hours "
                  f"(≈ {total_hours / 2:,.1f} h wall-clock on 2 local cores)")
     return "\n".join(lines)
+
+
+def config_digest(cfg: Mapping, keys: tuple[str, ...] = ("sizes", "gp_prior", "posterior")) -> str:
+    """A short digest of the config sections that determine a task store's numbers."""
+    import hashlib
+    import json
+
+    text = json.dumps({k: cfg.get(k) for k in keys}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def guard_message(cfg: Mapping) -> str | None:

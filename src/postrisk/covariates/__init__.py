@@ -1,26 +1,31 @@
-"""Covariates: registry, fetching, cleaning, pools, shells and the PC1 score (SPEC §3, §5, §6)."""
+"""Covariates: registry, fetching, cleaning, pools, shells and the PC1 score (SPEC §3, §5, §6).
 
-from postrisk.covariates.build import (
-    build_covariates,
-    covariates_from_raw,
-    load_covariates,
-    scaling_from_store,
-    write_covariates,
-)
-from postrisk.covariates.fetch import (
-    ChecksumMismatch,
-    CovariateFetchError,
-    CovariateSourceUnavailable,
-    FetchSettings,
-    load_raw_table,
-    raw_path,
-)
-from postrisk.covariates.registry import DatasetSpec, get_dataset, registry, task_datasets
-from postrisk.covariates.verify import verify_covariates
+Names are imported lazily so that reading the registry (every workflow start) stays light.
+"""
 
-__all__ = [
-    "ChecksumMismatch", "CovariateFetchError", "CovariateSourceUnavailable", "DatasetSpec",
-    "FetchSettings", "build_covariates", "covariates_from_raw", "get_dataset", "load_covariates",
-    "load_raw_table", "raw_path", "registry", "scaling_from_store", "task_datasets",
-    "verify_covariates", "write_covariates",
-]
+import importlib
+
+_EXPORTS = {
+    "build_covariates": "postrisk.covariates.build",
+    "covariates_from_raw": "postrisk.covariates.build",
+    "load_covariates": "postrisk.covariates.build",
+    "scaling_from_store": "postrisk.covariates.build",
+    "write_covariates": "postrisk.covariates.build",
+    "ChecksumMismatch": "postrisk.covariates.fetch",
+    "CovariateFetchError": "postrisk.covariates.fetch",
+    "CovariateSourceUnavailable": "postrisk.covariates.fetch",
+    "FetchSettings": "postrisk.covariates.fetch",
+    "load_raw_table": "postrisk.covariates.fetch",
+    "raw_path": "postrisk.covariates.fetch",
+    "DatasetSpec": "postrisk.covariates.registry",
+    "get_dataset": "postrisk.covariates.registry",
+    "task_datasets": "postrisk.covariates.registry",
+    "verify_covariates": "postrisk.covariates.verify",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'postrisk.covariates' has no attribute {name!r}")

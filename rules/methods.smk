@@ -1,0 +1,58 @@
+# Methods (SPEC §10): one fit job per (method, condition), looping over the condition's seeds;
+# one scoring job per condition (all methods and the reference rows); the aggregate table.
+
+
+rule fit:
+    input:
+        samples=condition_samples,
+    output:
+        directory("results/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.zarr"),
+    params:
+        seeds=lambda wildcards: TASK_SEEDS,
+        settings=method_settings,
+    log:
+        "results/logs/fit/{dataset}/{prior}/{noise}/{coverage}/{method}.log",
+    benchmark:
+        "results/benchmarks/fit/{dataset}_{prior}_{noise}_{coverage}_{method}.tsv"
+    conda:
+        "../workflow/envs/jax.yaml"
+    threads: 2
+    script:
+        "../scripts/fit.py"
+
+
+rule score:
+    input:
+        tasks=condition_tasks,
+        fits=condition_fits,
+    output:
+        "results/scores/{dataset}/{prior}/{noise}/{coverage}.csv",
+    params:
+        seeds=lambda wildcards: TASK_SEEDS,
+        methods=lambda wildcards: IMPLEMENTED_METHODS,
+    log:
+        "results/logs/score/{dataset}/{prior}/{noise}/{coverage}.log",
+    benchmark:
+        "results/benchmarks/score/{dataset}_{prior}_{noise}_{coverage}.tsv"
+    conda:
+        "../workflow/envs/core.yaml"
+    script:
+        "../scripts/score.py"
+
+
+rule aggregate_scores:
+    input:
+        all_score_tables,
+    output:
+        table="results/tables/scores.csv",
+        figure="results/figures/scores.png",
+    params:
+        scale=config["scale"],
+    log:
+        "results/logs/aggregate_scores.log",
+    benchmark:
+        "results/benchmarks/aggregate/scores.tsv"
+    conda:
+        "../workflow/envs/core.yaml"
+    script:
+        "../scripts/aggregate_scores.py"

@@ -1,0 +1,59 @@
+# Priors and task instances (SPEC §4, §7): per-dataset prior parameters, then per instance the
+# sample (what methods see) and the reference posterior (the task store).
+
+
+rule prior:
+    input:
+        covariates=covariate_store_of,
+    output:
+        "results/priors/{dataset}/{prior}.json",
+    params:
+        settings=prior_settings,
+    log:
+        "results/logs/prior/{dataset}/{prior}.log",
+    benchmark:
+        "results/benchmarks/prior/{dataset}_{prior}.tsv"
+    conda:
+        "../workflow/envs/jax.yaml"
+    threads: 2
+    script:
+        "../scripts/prior.py"
+
+
+rule sample:
+    input:
+        covariates=covariate_store_of,
+        prior="results/priors/{dataset}/{prior}.json",
+    output:
+        directory("results/samples/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr"),
+    params:
+        n=training_size_of,
+        digest=CONFIG_DIGEST,
+    log:
+        "results/logs/sample/{dataset}/{prior}/{noise}/{coverage}/{seed}.log",
+    benchmark:
+        "results/benchmarks/sample/{dataset}_{prior}_{noise}_{coverage}_{seed}.tsv"
+    conda:
+        "../workflow/envs/jax.yaml"
+    script:
+        "../scripts/sample.py"
+
+
+rule posterior:
+    input:
+        "results/samples/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr",
+    output:
+        directory("results/tasks/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr"),
+    params:
+        draws=config["posterior"]["draws"],
+    log:
+        "results/logs/posterior/{dataset}/{prior}/{noise}/{coverage}/{seed}.log",
+    benchmark:
+        "results/benchmarks/posterior/{dataset}_{prior}_{noise}_{coverage}_{seed}.tsv"
+    conda:
+        "../workflow/envs/jax.yaml"
+    threads: 2
+    resources:
+        gpu=posterior_gpus,
+    script:
+        "../scripts/posterior.py"

@@ -1,0 +1,10 @@
+"""Snakemake entry point of rule `score`: every method and reference row of one condition."""
+
+from postrisk.pipeline import score_condition_files
+from postrisk.workflow import job_log
+
+snakemake = globals()["snakemake"]
+
+with job_log(snakemake.log[0]):
+    score_condition_files(snakemake.input.tasks, snakemake.params.seeds, snakemake.input.fits,
+                          snakemake.params.methods, snakemake.output[0])

@@ -1,0 +1,31 @@
+"""Uncertainty methods (SPEC §10): the interface, the guarded fit, the registry and the
+reference rows. Names are imported lazily so `import postrisk.methods.registry` stays light."""
+
+import importlib
+
+_EXPORTS = {
+    "FIT_RECORD_SCHEMA": "postrisk.methods.base",
+    "FitRecord": "postrisk.methods.base",
+    "Prediction": "postrisk.methods.base",
+    "UncertaintyMethod": "postrisk.methods.base",
+    "check_prediction": "postrisk.methods.base",
+    "fit_records_from_dataset": "postrisk.methods.base",
+    "fit_records_to_dataset": "postrisk.methods.base",
+    "run_fit": "postrisk.methods.base",
+    "BayesianLinearRegression": "postrisk.methods.blr",
+    "REFERENCE_ROWS": "postrisk.methods.reference",
+    "constant_au_prediction": "postrisk.methods.reference",
+    "distance_prediction": "postrisk.methods.reference",
+    "oracle_prediction": "postrisk.methods.reference",
+    "reference_prediction": "postrisk.methods.reference",
+    "METHODS": "postrisk.methods.registry",
+    "get_method": "postrisk.methods.registry",
+    "make_method": "postrisk.methods.registry",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'postrisk.methods' has no attribute {name!r}")

@@ -1,0 +1,123 @@
+"""The reference rows of every table (SPEC §10): functions of a task's arrays, not fitted methods.
+
+* ``oracle`` — mean = posterior mean m_S, EU = true posterior variance σ²_f, AU = true noise
+  variance σ²_ε: the best any method could report.
+* ``distance`` — EU = how far an evaluation input lies from the training inputs (mean distance to
+  the k = 10 nearest training inputs in shrinkage-whitened coordinates); mean = the k neighbours'
+  mean target (a kNN regressor); AU = Var(y_train) (constant).
+* ``constant_au`` — mean = mean(y_train), AU = Var(y_train) (constant), EU = 0 (constant): rank
+  metrics of its AU and EU are "not applicable".
+
+The distance EU is a distance, not a variance in target units: it is meant for the rank metrics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.neighbors import NearestNeighbors
+
+from postrisk.methods.base import Prediction
+
+REFERENCE_ROWS = ("oracle", "distance", "constant_au")
+
+#: Shrinkage of the training covariance towards a scaled identity (as for the shells, SPEC §6).
+SHRINKAGE = 0.1
+N_NEIGHBOURS = 10
+
+
+def _vector(name: str, values) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def _matrix(name: str, values) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows, features), got shape {arr.shape}")
+    return arr
+
+
+def oracle_prediction(posterior_mean, posterior_var, noise_var_eval) -> Prediction:
+    """mean = m_S(x), EU = σ²_f(x), AU = σ²_ε(x), passed through unchanged (as float64)."""
+    mean = _vector("posterior_mean", posterior_mean)
+    eu = _vector("posterior_var", posterior_var)
+    au = _vector("noise_var_eval", noise_var_eval)
+    if not (mean.shape == eu.shape == au.shape):
+        raise ValueError(f"shapes differ: {mean.shape}, {eu.shape}, {au.shape}")
+    return Prediction(mean=mean.copy(), aleatoric_var=au.copy(), epistemic_var=eu.copy())
+
+
+def whitening(x_train: np.ndarray, shrinkage: float = SHRINKAGE) -> tuple[np.ndarray, np.ndarray]:
+    """Centre ``c`` and matrix ``W`` with z = (x − c)·W in shrinkage-whitened coordinates.
+
+    Inputs are z-scored by the training mean and SD (SD 0 → 1), C is the covariance of the
+    z-scored training inputs, C_λ = (1 − λ)C + λ(tr C/d)I, and W = D⁻¹C_λ^{−1/2} (D = diag SD),
+    so ‖z − z′‖ is the Mahalanobis distance under C_λ. z-scoring first makes the distance
+    invariant to rescaling a feature even though the shrinkage target is isotropic (as for the
+    shells, SPEC §6).
+    """
+    x = _matrix("x_train", x_train)
+    n, d = x.shape
+    centre = x.mean(axis=0)
+    sd = x.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    z = (x - centre) / sd
+    cov = np.atleast_2d(np.cov(z, rowvar=False)) if n > 1 else np.zeros((d, d))
+    target = np.trace(cov) / d
+    if not target > 0:  # all training inputs identical: plain Euclidean distance
+        return centre, np.diag(1.0 / sd)
+    shrunk = (1 - shrinkage) * cov + shrinkage * target * np.eye(d)
+    vals, vecs = np.linalg.eigh(shrunk)
+    vals = np.clip(vals, shrinkage * target * 1e-12, None)
+    inv_sqrt = (vecs / np.sqrt(vals)) @ vecs.T
+    return centre, np.diag(1.0 / sd) @ inv_sqrt
+
+
+def distance_prediction(x_train, y_train, x_eval, k: int = N_NEIGHBOURS) -> Prediction:
+    """kNN reference row.
+
+    EU(x) = (1/k) Σ_{j ∈ N_k(x)} ‖z(x) − z(x_j)‖ with z the shrinkage-whitened coordinates of
+    :func:`whitening` and N_k(x) the k nearest training inputs (k capped at n_train);
+    mean(x) = (1/k) Σ_{j ∈ N_k(x)} y_j; AU = Var(y_train) (population variance, constant).
+    """
+    x_tr = _matrix("x_train", x_train)
+    y_tr = _vector("y_train", y_train)
+    x_ev = _matrix("x_eval", x_eval)
+    if y_tr.shape[0] != x_tr.shape[0]:
+        raise ValueError(f"x_train has {x_tr.shape[0]} rows, y_train {y_tr.shape[0]}")
+    if x_ev.shape[1] != x_tr.shape[1]:
+        raise ValueError(f"x_eval has {x_ev.shape[1]} features, x_train {x_tr.shape[1]}")
+    if int(k) < 1:
+        raise ValueError(f"k must be >= 1, got {k!r}")
+    k = min(int(k), x_tr.shape[0])
+    centre, w = whitening(x_tr)
+    nn = NearestNeighbors(n_neighbors=k).fit((x_tr - centre) @ w)
+    dist, idx = nn.kneighbors((x_ev - centre) @ w)
+    m = x_ev.shape[0]
+    return Prediction(mean=y_tr[idx].mean(axis=1), aleatoric_var=np.full(m, float(y_tr.var())),
+                      epistemic_var=dist.mean(axis=1))
+
+
+def constant_au_prediction(x_train, y_train, x_eval) -> Prediction:
+    """mean = mean(y_train), AU = Var(y_train) (population variance), EU = 0; all constant."""
+    _matrix("x_train", x_train)
+    y_tr = _vector("y_train", y_train)
+    m = _matrix("x_eval", x_eval).shape[0]
+    return Prediction(mean=np.full(m, float(y_tr.mean())),
+                      aleatoric_var=np.full(m, float(y_tr.var())), epistemic_var=np.zeros(m))
+
+
+def reference_prediction(row: str, *, x_train, y_train, x_eval, posterior_mean=None,
+                         posterior_var=None, noise_var_eval=None) -> Prediction:
+    """Dispatch on a name of :data:`REFERENCE_ROWS` (``oracle`` needs the posterior arrays)."""
+    if row == "oracle":
+        if posterior_mean is None or posterior_var is None or noise_var_eval is None:
+            raise ValueError("the oracle row needs posterior_mean, posterior_var, noise_var_eval")
+        return oracle_prediction(posterior_mean, posterior_var, noise_var_eval)
+    if row == "distance":
+        return distance_prediction(x_train, y_train, x_eval)
+    if row == "constant_au":
+        return constant_au_prediction(x_train, y_train, x_eval)
+    raise KeyError(f"unknown reference row {row!r}; allowed: {', '.join(REFERENCE_ROWS)}")

@@ -1,0 +1,158 @@
+"""Oracle metrics (SPEC §9, §11): one home for every number a table reports.
+
+Pure functions on numpy arrays; nothing here reads or writes files.
+
+Conventions
+-----------
+* "Not applicable" is ``None``, never NaN. A Spearman correlation is not applicable when either
+  input is constant (a method with constant AU, or the homoscedastic noise mode) or when fewer
+  than three finite pairs remain. Means over instances skip ``None`` and report how many entries
+  were applicable (:func:`mean_applicable`); a NaN reaching a mean is a bug and raises.
+* The EU targets (SPEC §9) for a point prediction â(x), with posterior mean m_S, posterior
+  variance σ²_f and true function f*:
+
+  - ``posterior_excess_risk``  = σ²_f(x) + (â(x) − m_S(x))²   (primary)
+  - ``posterior_variance``     = σ²_f(x)
+  - ``pointwise_excess_risk``  = (â(x) − f*(x))²
+
+  The AU target is the true noise variance σ²_ε(x).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+from scipy.stats import rankdata
+
+EU_TARGETS = ("posterior_excess_risk", "posterior_variance", "pointwise_excess_risk")
+
+#: Fewest finite pairs for which a rank correlation is reported.
+MIN_POINTS = 3
+
+
+def _vector(name: str, values) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def spearman(x, y) -> float | None:
+    """Spearman rank correlation of ``x`` and ``y``; ``None`` when not applicable.
+
+    ρ = Pearson(r(x), r(y)) = Σ (r_i − r̄)(s_i − s̄) / √(Σ (r_i − r̄)² · Σ (s_i − s̄)²),
+    where r and s are the ranks of x and y, ties receiving the average of the ranks they span
+    (so ρ = 1 − 6 Σ d_i² / (n(n² − 1)) when there are no ties).
+
+    Only pairs where both values are finite enter. The result is ``None`` ("not applicable")
+    when fewer than three such pairs remain or when either input is constant over them (its
+    ranks have no variance); it is never NaN. The value is clipped to [−1, 1] against
+    rounding.
+    """
+    xv, yv = _vector("x", x), _vector("y", y)
+    if xv.shape != yv.shape:
+        raise ValueError(f"x and y differ in length: {xv.shape[0]} vs {yv.shape[0]}")
+    keep = np.isfinite(xv) & np.isfinite(yv)
+    xv, yv = xv[keep], yv[keep]
+    if xv.size < MIN_POINTS:
+        return None
+    if np.all(xv == xv[0]) or np.all(yv == yv[0]):
+        return None
+    rx = rankdata(xv, method="average")
+    ry = rankdata(yv, method="average")
+    rx -= rx.mean()
+    ry -= ry.mean()
+    denom = math.sqrt(float(np.dot(rx, rx)) * float(np.dot(ry, ry)))
+    if denom == 0.0:  # unreachable for non-constant inputs; kept as a guard against NaN
+        return None
+    return float(min(1.0, max(-1.0, float(np.dot(rx, ry)) / denom)))
+
+
+def mean_applicable(values: Iterable[float | None]) -> tuple[float | None, int, int]:
+    """Mean over the applicable (non-``None``) entries.
+
+    Returns ``(mean, n_applicable, n_total)``: mean = (1/k) Σ_{v_i ≠ None} v_i with
+    k = n_applicable; ``(None, 0, n_total)`` when no entry applies. A NaN (or ±inf) entry is an
+    error — "not applicable" must be spelled ``None`` — and raises ``ValueError``.
+    """
+    items = list(values)
+    applicable = []
+    for i, v in enumerate(items):
+        if v is None:
+            continue
+        fv = float(v)
+        if not math.isfinite(fv):
+            raise ValueError(f"entry {i} is {fv!r}; 'not applicable' must be None, never NaN")
+        applicable.append(fv)
+    if not applicable:
+        return None, 0, len(items)
+    return math.fsum(applicable) / len(applicable), len(applicable), len(items)
+
+
+def delta_ent(eu_hat, au_hat, eu_true, au_true) -> float | None:
+    """Entanglement gap Δ_ent = ρ(EU_hat, AU_hat) − ρ(EU*, AU*) (paper §4, Tables 8–10).
+
+    ρ is :func:`spearman`. Positive values mean the method couples its two uncertainties more
+    than the truth does. ``None`` when either correlation is not applicable (e.g. a method with
+    constant AU, or homoscedastic noise where AU* is constant).
+    """
+    rho_hat = spearman(eu_hat, au_hat)
+    rho_true = spearman(eu_true, au_true)
+    if rho_hat is None or rho_true is None:
+        return None
+    return rho_hat - rho_true
+
+
+def eu_targets(pred_mean, posterior_mean, posterior_var, f_true) -> dict[str, np.ndarray]:
+    """The three EU targets of SPEC §9 for the point prediction ``pred_mean`` (= â).
+
+    posterior_excess_risk = σ²_f + (â − m_S)²; posterior_variance = σ²_f;
+    pointwise_excess_risk = (â − f*)².
+    """
+    a = _vector("pred_mean", pred_mean)
+    m = _vector("posterior_mean", posterior_mean)
+    v = _vector("posterior_var", posterior_var)
+    f = _vector("f_true", f_true)
+    if not (a.shape == m.shape == v.shape == f.shape):
+        raise ValueError(f"shapes differ: pred_mean {a.shape}, posterior_mean {m.shape}, "
+                         f"posterior_var {v.shape}, f_true {f.shape}")
+    return {
+        "posterior_excess_risk": v + (a - m) ** 2,
+        "posterior_variance": v.copy(),
+        "pointwise_excess_risk": (a - f) ** 2,
+    }
+
+
+def score_instance(eu_hat, au_hat, eu_targets: Mapping[str, np.ndarray],
+                   au_true) -> dict[str, float | None]:
+    """Rank metrics of one method on one instance.
+
+    Keys (values ``None`` when not applicable):
+
+    * ``spearman_eu_<t>`` = ρ(EU_hat, EU*_t) for each t in :data:`EU_TARGETS`;
+    * ``spearman_au``     = ρ(AU_hat, σ²_ε);
+    * ``delta_ent_<t>``   = ρ(EU_hat, AU_hat) − ρ(EU*_t, σ²_ε) for each t.
+
+    ``eu_targets`` must hold exactly the keys of :data:`EU_TARGETS` (see :func:`eu_targets`).
+    """
+    missing = [t for t in EU_TARGETS if t not in eu_targets]
+    unknown = [t for t in eu_targets if t not in EU_TARGETS]
+    if missing or unknown:
+        raise KeyError(f"eu_targets must have keys {list(EU_TARGETS)}; "
+                       f"missing {missing}, unknown {unknown}")
+    eu = _vector("eu_hat", eu_hat)
+    au = _vector("au_hat", au_hat)
+    au_star = _vector("au_true", au_true)
+    targets = {t: _vector(f"eu_targets[{t!r}]", eu_targets[t]) for t in EU_TARGETS}
+    shapes = {eu.shape, au.shape, au_star.shape, *(v.shape for v in targets.values())}
+    if len(shapes) != 1:
+        raise ValueError(f"inputs differ in shape: {sorted(shapes)}")
+    out: dict[str, float | None] = {}
+    for t in EU_TARGETS:
+        out[f"spearman_eu_{t}"] = spearman(eu, targets[t])
+    out["spearman_au"] = spearman(au, au_star)
+    for t in EU_TARGETS:
+        out[f"delta_ent_{t}"] = delta_ent(eu, au, targets[t], au_star)
+    return out

@@ -1,0 +1,1 @@
+"""Priors over functions (SPEC §4): the GP, HBART and BNN families."""

@@ -1,0 +1,128 @@
+"""Tables and figures: Table 3 (posterior checks), rank histograms, mean ρ per method."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import xarray as xr  # noqa: E402
+
+from postrisk import checks  # noqa: E402
+
+DEMO_NOTE = "{scale} scale — not comparable to the paper"
+
+
+def scale_note(scale: str) -> str:
+    return "" if scale == "paper" else DEMO_NOTE.format(scale=scale)
+
+
+def _open_light(path: str | Path) -> xr.Dataset:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")
+        return xr.open_zarr(path, zarr_format=3, consolidated=False)
+
+
+def collect_checks(task_paths: Sequence[str | Path]):
+    """Per-instance check summaries and per-family pooled point arrays, reading no draws."""
+    rows, ranks, mcse, n_draws = [], {}, {}, {}
+    for path in task_paths:
+        ds = _open_light(path)
+        prior = ds.attrs["prior"]
+        rank = ds["rank_true"].values
+        covered = ds["covered90"].values
+        mean, f_true = ds["posterior_mean"].values, ds["f_true_eval"].values
+        rows.append({"prior": prior, **{k: ds.attrs[k] for k in
+                                        ("dataset", "noise", "coverage", "seed")},
+                     "n_eval": int(ds.sizes["eval"]), "draws": int(ds.sizes["draw"]),
+                     "covered90": int(covered.sum()),
+                     "coverage90": float(covered.mean()),
+                     "corr_mean_ftrue": float(np.corrcoef(mean, f_true)[0, 1]),
+                     "mcse_var_median": float(np.median(ds["mcse_var"].values)),
+                     "max_rhat": float(ds["rhat"].values.max()) if "rhat" in ds else np.nan,
+                     "rank_loglik": int(ds.attrs["rank_loglik"]),
+                     "posterior_s": json.loads(ds.attrs["timings"]).get("posterior_s")})
+        n_draws.setdefault(prior, int(ds.sizes["draw"]))
+        if n_draws[prior] != int(ds.sizes["draw"]):
+            raise ValueError(f"{prior}: instances differ in the number of draws")
+        ranks.setdefault(prior, []).append(rank)
+        mcse.setdefault(prior, []).append(ds["mcse_var"].values)
+    instances = pd.DataFrame(rows)
+    points = {prior: {"rank_hist": checks.rank_histogram(np.concatenate(ranks[prior]),
+                                                         n_draws[prior]),
+                      "mcse_var": np.concatenate(mcse[prior])} for prior in ranks}
+    return instances, points
+
+
+def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
+                 rng: np.random.Generator) -> pd.DataFrame:
+    instances, points = collect_checks(task_paths)
+    table = checks.table3(instances, points, rng)
+    # one data-log-likelihood rank per instance: uniform under a correct posterior (SBC)
+    table["loglik_rank_uniformity_p"] = [
+        round(checks.rank_uniformity_pvalue(
+            instances.loc[instances["prior"] == p, "rank_loglik"].to_numpy(),
+            int(instances.loc[instances["prior"] == p, "draws"].iloc[0])), 4)
+        if (instances["prior"] == p).sum() >= 20 else np.nan for p in table["prior"]]
+    table.insert(0, "scale", scale)
+    for path in (table_csv, instances_csv, figure_png):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(table_csv, index=False)
+    instances.to_csv(instances_csv, index=False)
+    fig, axes = plt.subplots(1, len(points), figsize=(4.5 * len(points), 3.2), squeeze=False)
+    for ax, (prior, pts) in zip(axes[0], points.items(), strict=True):
+        shares = pts["rank_hist"]
+        ax.bar(np.arange(shares.size), shares, width=0.9, color="tab:blue")
+        ax.axhline(1 / shares.size, color="k", lw=1, ls="--")
+        n_inst = int((instances["prior"] == prior).sum())
+        ax.set_title(f"{prior.upper()}: rank of f* among draws ({n_inst} instances)", fontsize=9)
+        ax.set_xlabel("rank bin (20)")
+        ax.set_ylabel("share")
+    note = scale_note(scale)
+    if note:
+        fig.suptitle(note, fontsize=9, color="tab:red")
+    fig.tight_layout()
+    fig.savefig(figure_png, dpi=120)
+    plt.close(fig)
+    return table
+
+
+def write_scores(score_csvs, table_csv, figure_png, scale: str,
+                 rng: np.random.Generator) -> pd.DataFrame:
+    from postrisk.scoring import aggregate_scores
+
+    scores = pd.concat([pd.read_csv(p) for p in score_csvs], ignore_index=True)
+    table = aggregate_scores(scores, rng)
+    table.insert(0, "scale", scale)
+    Path(table_csv).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(table_csv, index=False)
+    targets = ["eu_posterior_excess_risk", "eu_posterior_variance", "eu_pointwise_excess_risk",
+               "au"]
+    pivot = table[table["target"].isin(targets)].pivot(index="method", columns="target",
+                                                        values="mean")
+    pivot = pivot.reindex(columns=targets)
+    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(pivot)), 3.6))
+    width = 0.8 / len(targets)
+    for i, target in enumerate(targets):
+        ax.bar(np.arange(len(pivot)) + i * width, pivot[target].fillna(0.0), width,
+               label=target.replace("eu_", "EU: ").replace("au", "AU: noise variance", 1)
+               if target == "au" else target.replace("eu_", "EU: ").replace("_", " "))
+    ax.set_xticks(np.arange(len(pivot)) + 0.4 - width / 2, pivot.index, rotation=30, ha="right")
+    ax.set_ylabel("mean Spearman ρ")
+    ax.axhline(0, color="k", lw=0.8)
+    ax.legend(fontsize=7, loc="best")
+    title = "Mean Spearman ρ per method and target"
+    note = scale_note(scale)
+    ax.set_title(title + (f"\n{note}" if note else ""), fontsize=9)
+    fig.tight_layout()
+    Path(figure_png).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(figure_png, dpi=120)
+    plt.close(fig)
+    return table

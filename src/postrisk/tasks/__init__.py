@@ -1,0 +1,1 @@
+"""Task instances: generation, the store contract, the Task object (SPEC §7)."""

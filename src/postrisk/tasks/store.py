@@ -1,0 +1,112 @@
+"""The task-store contract (SPEC §7; docs/task_store.md) and its validator.
+
+A **sample store** holds what a method may see plus the ground truth at the same rows; a **task
+store** adds the reference posterior. Both are Zarr v3 (via xarray), written atomically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from postrisk.io import open_zarr
+
+TASK_SCHEMA_VERSION = "1"
+
+#: name -> (dims, dtype kind) of the sample store's variables.
+SAMPLE_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
+    "x_train": (("train", "feature"), "f8"),
+    "train_index": (("train",), "i8"),
+    "y_train": (("train",), "f8"),
+    "noise_var_train": (("train",), "f8"),
+    "f_true_train": (("train",), "f8"),
+    "shell_train": (("train",), "i1"),
+    "x_eval": (("eval", "feature"), "f8"),
+    "eval_index": (("eval",), "i8"),
+    "shell_eval": (("eval",), "i1"),
+    "noise_var_eval": (("eval",), "f8"),
+    "f_true_eval": (("eval",), "f8"),
+}
+#: name -> (dims, dtype) added by the posterior rule.
+POSTERIOR_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
+    "posterior_draws": (("draw", "eval"), "f4"),
+    "posterior_draws_train": (("draw", "train"), "f4"),
+    "posterior_mean": (("eval",), "f8"),
+    "posterior_var": (("eval",), "f8"),
+    "rank_true": (("eval",), "i4"),
+    "covered90": (("eval",), "b1"),
+    "mcse_var": (("eval",), "f8"),
+}
+#: Optional per-evaluation-point sampler diagnostics (MCMC families).
+OPTIONAL_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
+    "rhat": (("eval",), "f8"),
+    "ess": (("eval",), "f8"),
+}
+INSTANCE_ATTRS = ("dataset", "prior", "noise", "coverage", "seed")
+SAMPLE_ATTRS = (*INSTANCE_ATTRS, "schema_version", "store_kind", "a", "noise_model", "prior_params",
+                "n", "n_eval", "noise_to_signal", "config_digest", "versions", "timings")
+TASK_ATTRS = (*SAMPLE_ATTRS, "sampler_settings", "rank_loglik")
+
+
+class StoreValidationError(ValueError):
+    """A store that breaks the contract; the message lists every problem found."""
+
+
+def _check_vars(ds: xr.Dataset, spec: dict, problems: list[str]) -> None:
+    for name, (dims, dtype) in spec.items():
+        if name not in ds.variables:
+            problems.append(f"missing variable {name!r}")
+            continue
+        var = ds[name]
+        if var.dims != dims:
+            problems.append(f"{name}: dims {var.dims}, expected {dims}")
+        if var.dtype != np.dtype(dtype):
+            problems.append(f"{name}: dtype {var.dtype}, expected {np.dtype(dtype)}")
+
+
+def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> xr.Dataset:
+    """Check a sample or task store against the contract; return it loaded, or raise.
+
+    ``kind`` is "sample" or "task"; by default it is read from the store's ``store_kind``.
+    Checks: schema version, variables with dims and dtypes, attributes, finite values, positive
+    noise variances, non-negative posterior variances, disjoint evaluation and training rows.
+    """
+    ds = open_zarr(store) if not isinstance(store, xr.Dataset) else store
+    kind = kind or ds.attrs.get("store_kind")
+    problems: list[str] = []
+    if kind not in ("sample", "task"):
+        raise StoreValidationError(f"unknown store kind {kind!r} (expected 'sample' or 'task')")
+    if ds.attrs.get("schema_version") != TASK_SCHEMA_VERSION:
+        problems.append(f"schema_version {ds.attrs.get('schema_version')!r}, expected "
+                        f"{TASK_SCHEMA_VERSION!r}")
+    _check_vars(ds, SAMPLE_VARIABLES, problems)
+    attrs = TASK_ATTRS if kind == "task" else SAMPLE_ATTRS
+    problems += [f"missing attribute {a!r}" for a in attrs if a not in ds.attrs]
+    if kind == "task":
+        _check_vars(ds, POSTERIOR_VARIABLES, problems)
+        for name, (dims, _) in OPTIONAL_VARIABLES.items():
+            if name in ds.variables and ds[name].dims != dims:
+                problems.append(f"{name}: dims {ds[name].dims}, expected {dims}")
+    if not problems:
+        for name in ("y_train", "f_true_train", "f_true_eval", "noise_var_train",
+                     "noise_var_eval", "x_train", "x_eval"):
+            if not np.all(np.isfinite(ds[name].values)):
+                problems.append(f"{name} has non-finite values")
+        for name in ("noise_var_train", "noise_var_eval"):
+            if not np.all(ds[name].values > 0):
+                problems.append(f"{name} has non-positive values")
+        if set(ds["train_index"].values.tolist()) & set(ds["eval_index"].values.tolist()):
+            problems.append("training and evaluation rows overlap")
+        if ds.sizes["train"] != ds.attrs.get("n") or ds.sizes["eval"] != ds.attrs.get("n_eval"):
+            problems.append("sizes disagree with attrs n / n_eval")
+        if kind == "task":
+            if not np.all(np.isfinite(ds["posterior_draws"].values)):
+                problems.append("posterior_draws has non-finite values")
+            if not np.all(ds["posterior_var"].values >= 0):
+                problems.append("posterior_var has negative values")
+    if problems:
+        where = store if not isinstance(store, xr.Dataset) else "dataset"
+        raise StoreValidationError(f"{where}: " + "; ".join(problems))
+    return ds

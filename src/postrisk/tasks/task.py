@@ -1,0 +1,94 @@
+"""A task instance as a Python object (sbibm-style): its data, reference posterior and oracle.
+
+>>> task = Task.load("results/tasks/diamonds/gp/smooth_monotone/balanced/0.zarr")
+>>> method.fit(task.x_train, task.y_train)
+>>> scores = task.score(method.predict(task.x_eval))
+
+A method sees only ``x_train``, ``y_train`` and ``x_eval``; everything else is the oracle's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from postrisk import oracle
+from postrisk.metrics import score_instance, spearman
+from postrisk.tasks.store import validate_store
+
+
+@dataclass(frozen=True)
+class Task:
+    ds: xr.Dataset
+
+    @classmethod
+    def load(cls, path: str | Path) -> Task:
+        return cls(validate_store(path, kind="task"))
+
+    # -- what a method sees ------------------------------------------------------------------
+    @property
+    def x_train(self) -> np.ndarray:
+        return self.ds["x_train"].values
+
+    @property
+    def y_train(self) -> np.ndarray:
+        return self.ds["y_train"].values
+
+    @property
+    def x_eval(self) -> np.ndarray:
+        return self.ds["x_eval"].values
+
+    # -- the oracle ------------------------------------------------------------------------------
+    @property
+    def key(self) -> dict:
+        return {k: self.ds.attrs[k] for k in ("dataset", "prior", "noise", "coverage", "seed")}
+
+    @property
+    def noise_var_eval(self) -> np.ndarray:
+        return self.ds["noise_var_eval"].values
+
+    @property
+    def f_true_eval(self) -> np.ndarray:
+        return self.ds["f_true_eval"].values
+
+    @property
+    def posterior_mean(self) -> np.ndarray:
+        return self.ds["posterior_mean"].values
+
+    @property
+    def posterior_var(self) -> np.ndarray:
+        return self.ds["posterior_var"].values
+
+    @property
+    def posterior_draws(self) -> np.ndarray:
+        return self.ds["posterior_draws"].values
+
+    @property
+    def shell_eval(self) -> np.ndarray:
+        return self.ds["shell_eval"].values
+
+    @property
+    def heteroscedastic(self) -> bool:
+        return self.ds.attrs["noise"] != "homoscedastic"
+
+    @property
+    def sampler_settings(self) -> dict:
+        return json.loads(self.ds.attrs["sampler_settings"])
+
+    def eu_targets(self, pred_mean: np.ndarray) -> dict[str, np.ndarray]:
+        return oracle.eu_targets(pred_mean, self.posterior_mean, self.posterior_var,
+                                 self.f_true_eval)
+
+    def score(self, prediction) -> dict[str, float | None]:
+        """Spearman per EU target and for AU, Δ_ent per target, and ρ(ÊU, ÂU) (SPEC §11)."""
+        targets = self.eu_targets(prediction.mean)
+        scores = score_instance(prediction.epistemic_var, prediction.aleatoric_var, targets,
+                                self.noise_var_eval)
+        scores["rho_eu_au_hat"] = spearman(prediction.epistemic_var, prediction.aleatoric_var)
+        for name, target in targets.items():
+            scores[f"rho_eu_au_true_{name}"] = spearman(target, self.noise_var_eval)
+        return scores

@@ -1,0 +1,82 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from postrisk import checks
+
+
+def test_rank_and_coverage_on_a_hand_case():
+    draws = np.arange(10.0)[:, None] * np.ones((1, 3))
+    f = np.array([-1.0, 4.5, 20.0])
+    np.testing.assert_array_equal(checks.rank_of_truth(draws, f), [0, 5, 10])
+    np.testing.assert_array_equal(checks.covered_central(draws, f), [False, True, False])
+    shares = checks.rank_histogram(np.array([0, 5, 10]), n_draws=10, bins=2)
+    # ranks 0…10 split into two bins of 5.5 ranks: {0, 5} below, {10} above
+    np.testing.assert_allclose(shares, [2 / 3, 1 / 3])
+
+
+def test_batch_means_mcse_matches_theory_for_iid_draws():
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(4000, 2000))
+    rel = checks.batch_means_mcse_var(draws)
+    # SE of a normal sample variance relative to σ²: √(2/(D−1))
+    assert abs(np.median(rel) - np.sqrt(2 / 3999)) < 0.15 * np.sqrt(2 / 3999)
+
+
+def test_batch_means_sees_within_chain_dependence():
+    rng = np.random.default_rng(1)
+    iid = rng.normal(size=(1000, 300))
+    sticky = np.repeat(rng.normal(size=(100, 300)), 10, axis=0)  # 10 copies of each draw
+    assert np.median(checks.batch_means_mcse_var(sticky)) > \
+        2 * np.median(checks.batch_means_mcse_var(iid))
+
+
+def test_calibration_test_accepts_calibrated_and_rejects_overconfident():
+    rng = np.random.default_rng(2)
+    n, d = 400, 99
+    f = rng.normal(size=n)
+    good = rng.normal(size=(d, n))
+    bad = 0.5 * rng.normal(size=(d, n))  # too narrow
+    for draws, should_pass in ((good, True), (bad, False)):
+        test = checks.calibration_test({"f": checks.rank_of_truth(draws, f)},
+                                       checks.covered_central(draws, f), d)
+        assert test.passed is should_pass, test
+
+
+def test_valid_seeds():
+    assert checks.valid_seeds(list(range(13)), None, 10) == (list(range(10)), [])
+    rhat = {s: 1.0 for s in range(13)} | {2: 1.2, 5: 1.06}
+    valid, dropped = checks.valid_seeds(list(range(13)), rhat, 10)
+    assert valid == [0, 1, 3, 4, 6, 7, 8, 9, 10, 11] and dropped == [2, 5]
+
+
+def test_table3_pooled_coverage_and_columns():
+    rng = np.random.default_rng(3)
+    inst = pd.DataFrame({"prior": "gp", "dataset": ["a", "a", "b", "b"],
+                         "noise": "bump", "coverage": "ood", "seed": [0, 1, 0, 1],
+                         "n_eval": [100, 100, 200, 200], "covered90": [90, 80, 180, 190],
+                         "corr_mean_ftrue": [0.9, 0.95, 0.97, 0.99]})
+    points = {"gp": {"rank_hist": np.full(20, 0.05), "mcse_var": np.full(10, 0.04)}}
+    table = checks.table3(inst, points, rng)
+    row = table.iloc[0]
+    assert row["coverage90_pooled"] == pytest.approx(540 / 600)
+    assert row["coverage90_range_over_cells"] == "0.850–0.925"
+    assert row["mcse_var_pct_median"] == 4.0 and row["paper_coverage90_pooled"] == 0.899
+
+
+def test_loglik_rank_sees_draws_that_ignore_the_data():
+    # Conjugate normal model per training point: f ~ N(0, 1), y = f + N(0, σ²).
+    rng = np.random.default_rng(4)
+    n, d, s2 = 30, 99, 0.09
+    post_var = s2 / (1 + s2)
+    ranks_post, ranks_prior = [], []
+    for _ in range(300):
+        f_true = rng.normal(size=n)
+        y = f_true + np.sqrt(s2) * rng.normal(size=n)
+        post = y / (1 + s2) + np.sqrt(post_var) * rng.normal(size=(d, n))
+        prior = rng.normal(size=(d, n))
+        ranks_post.append(checks.loglik_rank(post, f_true, y, np.full(n, s2)))
+        ranks_prior.append(checks.loglik_rank(prior, f_true, y, np.full(n, s2)))
+    assert checks.rank_uniformity_pvalue(np.array(ranks_post), d) > 1e-3
+    assert np.all(np.array(ranks_prior) == d)
+    assert checks.rank_uniformity_pvalue(np.array(ranks_prior), d) < 1e-3

@@ -1,0 +1,279 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from postrisk import config
+from postrisk.methods import (
+    FIT_RECORD_SCHEMA,
+    METHODS,
+    REFERENCE_ROWS,
+    BayesianLinearRegression,
+    FitRecord,
+    Prediction,
+    UncertaintyMethod,
+    constant_au_prediction,
+    distance_prediction,
+    fit_records_from_dataset,
+    fit_records_to_dataset,
+    get_method,
+    make_method,
+    oracle_prediction,
+    reference_prediction,
+    run_fit,
+)
+from postrisk.methods.base import validate_search_space
+
+
+# -- throwaway methods ---------------------------------------------------------------------
+class _Good(UncertaintyMethod):
+    name = "good"
+    display_name = "Good"
+    defaults = {"scale": 1.0, "act": "tanh"}
+    search_space = {"scale": ("float", 1e-3, 10.0, "log"), "act": ("categorical", ["tanh", "relu"])}
+
+    def fit(self, x, y):
+        self.mu_ = float(np.mean(y))
+        return self
+
+    def predict(self, x):
+        m = len(x)
+        return Prediction(np.full(m, self.mu_), np.full(m, self.scale), np.linspace(0, 1, m))
+
+
+class _Raises(_Good):
+    name = "raises"
+
+    def fit(self, x, y):
+        raise RuntimeError("boom in fit")
+
+
+class _WrongShape(_Good):
+    name = "wrong_shape"
+
+    def predict(self, x):
+        p = super().predict(x)
+        return Prediction(p.mean, p.aleatoric_var[:, None], p.epistemic_var)
+
+
+class _NegativeVar(_Good):
+    name = "negative_var"
+
+    def predict(self, x):
+        p = super().predict(x)
+        return Prediction(p.mean, p.aleatoric_var, p.epistemic_var - 0.5)
+
+
+class _NaN(_Good):
+    name = "nan_mean"
+
+    def predict(self, x):
+        p = super().predict(x)
+        mean = p.mean.copy()
+        mean[0] = np.nan
+        return Prediction(mean, p.aleatoric_var, p.epistemic_var)
+
+
+class _PredictRaises(_Good):
+    name = "predict_raises"
+
+    def predict(self, x):
+        raise ValueError("bad input")
+
+
+class _NotAPrediction(_Good):
+    name = "not_a_prediction"
+
+    def predict(self, x):
+        return {"mean": np.zeros(len(x))}
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(size=(50, 3))
+    return x, x.sum(axis=1) + rng.normal(0, 0.1, 50), rng.uniform(size=(7, 3))
+
+
+# -- interface -----------------------------------------------------------------------------
+def test_hyper_parameters_are_constructor_keywords_stored_as_attributes():
+    m = _Good(scale=2.5, random_state=3, n_threads=2)
+    assert (m.scale, m.act, m.random_state, m.n_threads) == (2.5, "tanh", 3, 2)
+    assert m.get_params() == {"scale": 2.5, "act": "tanh"}
+    with pytest.raises(TypeError, match=r"unknown hyper-parameter.*'width'.*allowed: act, scale"):
+        _Good(width=3)
+
+
+def test_search_space_declarations_are_checked():
+    validate_search_space({"n": ("int", 1, 3), "lr": ("float", 1e-4, 1e-1, "log")},
+                          {"n": 1, "lr": 1e-3})
+    with pytest.raises(ValueError, match="no default"):
+        validate_search_space({"n": ("int", 1, 3)}, {})
+    with pytest.raises(ValueError, match="log scale needs low > 0"):
+        validate_search_space({"lr": ("float", 0.0, 1.0, "log")}, {"lr": 0.1})
+    with pytest.raises(ValueError, match="unknown kind"):
+        validate_search_space({"lr": ("uniform", 0.0, 1.0)}, {"lr": 0.1})
+    with pytest.raises(ValueError, match="no default"):
+        type("Bad", (_Good,), {"search_space": {"depth": ("int", 1, 3)}})
+
+
+def test_registry():
+    assert METHODS == {"blr": BayesianLinearRegression}
+    assert set(METHODS) <= set(config.METHODS)
+    assert get_method("blr") is BayesianLinearRegression
+    with pytest.raises(KeyError, match="unknown method 'gpx'; implemented: blr"):
+        get_method("gpx")
+    m = make_method("blr", {"tol": 1e-6}, random_state=4, n_threads=1)
+    assert isinstance(m, BayesianLinearRegression) and m.tol == 1e-6 and m.random_state == 4
+    for cls in METHODS.values():
+        assert cls.name in config.METHODS and cls.display_name
+
+
+# -- run_fit -------------------------------------------------------------------------------
+def test_run_fit_ok_record(data):
+    rec = run_fit(_Good, {"scale": 0.3}, *data, random_state=0)
+    assert rec.ok and rec.status == "ok" and rec.error == ""
+    assert rec.method == "good"
+    assert rec.config == {"scale": 0.3, "act": "tanh"}  # resolved, defaults included
+    assert rec.mean.shape == rec.aleatoric_var.shape == rec.epistemic_var.shape == (7,)
+    assert rec.fit_seconds >= 0 and rec.predict_seconds >= 0
+    np.testing.assert_array_equal(rec.aleatoric_var, 0.3)
+
+
+@pytest.mark.parametrize("cls, message", [
+    (_Raises, "fit raised RuntimeError: boom in fit"),
+    (_PredictRaises, "predict raised ValueError: bad input"),
+    (_WrongShape, "invalid output: aleatoric_var has shape (7, 1), expected (7,)"),
+    (_NegativeVar, "invalid output: epistemic_var has 3 negative value(s) (min -0.5)"),
+    (_NaN, "invalid output: mean has 1 non-finite value(s)"),
+    (_NotAPrediction, "invalid output: predict returned dict, expected Prediction"),
+])
+def test_run_fit_turns_every_failure_into_a_failed_record(data, cls, message):
+    rec = run_fit(cls, {}, *data, random_state=0)
+    assert rec.status == "failed" and not rec.ok
+    assert message in rec.error
+    assert rec.method == cls.name
+    for arr in (rec.mean, rec.aleatoric_var, rec.epistemic_var):
+        assert arr.shape == (7,) and np.isnan(arr).all()
+    if cls is _Raises:
+        assert rec.fit_seconds >= 0 and math.isnan(rec.predict_seconds)
+
+
+def test_run_fit_never_raises_on_bad_names_configs_or_inputs(data):
+    x, y, xe = data
+    rec = run_fit("no_such_method", {}, x, y, xe, random_state=0)
+    assert rec.status == "failed" and "KeyError" in rec.error and "no_such_method" in rec.error
+    rec = run_fit(_Good, {"width": 3}, x, y, xe, random_state=0)
+    assert rec.status == "failed" and "construction raised TypeError" in rec.error
+    assert rec.config == {"width": 3}
+    rec = run_fit("blr", {}, x, y[:10], xe, random_state=0)  # mismatched y
+    assert rec.status == "failed" and rec.error.startswith("fit raised ValueError")
+    rec = run_fit("blr", {}, x, y, None, random_state=0)
+    assert rec.status == "failed" and rec.mean.shape == (0,)
+
+
+def test_run_fit_accepts_a_plain_tuple_from_predict(data):
+    class _Tuple(_Good):
+        name = "tuple"
+
+        def predict(self, x):
+            p = super().predict(x)
+            return p.mean, p.aleatoric_var, p.epistemic_var
+
+    assert run_fit(_Tuple, {}, *data, random_state=0).ok
+
+
+def test_fit_records_dataset_round_trip(data):
+    recs = [run_fit(_Good, {"scale": 0.3}, *data, random_state=s) for s in range(2)]
+    bad = run_fit(_NaN, {"scale": 0.3}, *data, random_state=2)
+    bad.method = "good"  # same method: one dataset per (method, condition)
+    recs.append(bad)
+    ds = fit_records_to_dataset(recs, [0, 1, 5])
+    assert ds.attrs["schema_version"] == FIT_RECORD_SCHEMA == "fit-record-1"
+    assert ds.attrs["method"] == "good"
+    assert json.loads(ds.attrs["config"]) == {"scale": 0.3, "act": "tanh"}
+    assert dict(ds.sizes) == {"seed": 3, "eval": 7}
+    assert ds["mean"].dims == ("seed", "eval") and ds["mean"].dtype == np.float64
+    assert ds["fit_seconds"].dims == ("seed",)
+    assert ds["status"].dtype == object and list(ds["status"].values) == ["ok", "ok", "failed"]
+    assert list(ds["seed"].values) == [0, 1, 5]
+    back = fit_records_from_dataset(ds)
+    assert len(back) == 3
+    for a, b in zip(recs, back, strict=True):
+        assert isinstance(b, FitRecord)
+        assert (a.method, a.status, a.error, a.config) == (b.method, b.status, b.error, b.config)
+        assert a.fit_seconds == b.fit_seconds and a.predict_seconds == b.predict_seconds
+        for key in ("mean", "aleatoric_var", "epistemic_var"):
+            np.testing.assert_array_equal(getattr(a, key), getattr(b, key))
+
+
+def test_fit_records_dataset_rejects_mixtures(data):
+    a = run_fit(_Good, {"scale": 0.3}, *data, random_state=0)
+    b = run_fit(_Good, {"scale": 0.4}, *data, random_state=1)
+    with pytest.raises(ValueError, match="different configurations"):
+        fit_records_to_dataset([a, b], [0, 1])
+    with pytest.raises(ValueError, match="2 records but 1 seeds"):
+        fit_records_to_dataset([a, a], [0])
+    ds = fit_records_to_dataset([a], [0])
+    ds.attrs["schema_version"] = "other"
+    with pytest.raises(ValueError, match="schema_version"):
+        fit_records_from_dataset(ds)
+
+
+# -- reference rows ------------------------------------------------------------------------
+def test_reference_rows_match_config():
+    assert REFERENCE_ROWS == config.REFERENCE_ROWS
+
+
+def test_oracle_passes_through_exactly():
+    rng = np.random.default_rng(2)
+    m, v, s = rng.normal(size=9), rng.uniform(size=9), rng.uniform(size=9)
+    p = oracle_prediction(m, v, s)
+    np.testing.assert_array_equal(p.mean, m)
+    np.testing.assert_array_equal(p.epistemic_var, v)
+    np.testing.assert_array_equal(p.aleatoric_var, s)
+    q = reference_prediction("oracle", x_train=None, y_train=None, x_eval=None,
+                             posterior_mean=m, posterior_var=v, noise_var_eval=s)
+    np.testing.assert_array_equal(q.epistemic_var, v)
+
+
+def test_distance_eu_grows_away_from_the_training_inputs():
+    rng = np.random.default_rng(3)
+    # correlated, differently scaled features
+    z = rng.normal(size=(300, 2))
+    x_train = np.column_stack([z[:, 0], 100 * (0.8 * z[:, 0] + 0.6 * z[:, 1])])
+    y_train = z[:, 0] + rng.normal(0, 0.1, 300)
+    centre = x_train.mean(axis=0)
+    direction = np.array([1.0, 100.0])
+    x_eval = np.array([centre + t * direction for t in (0.0, 2.0, 5.0, 20.0)])
+    p = distance_prediction(x_train, y_train, x_eval)
+    assert np.all(np.diff(p.epistemic_var) > 0)
+    assert p.epistemic_var[-1] > 5 * p.epistemic_var[0]
+    np.testing.assert_allclose(p.aleatoric_var, np.var(y_train))
+    # the mean is the mean target of the 10 nearest neighbours: far out, the extreme ones
+    assert p.mean[-1] == pytest.approx(np.sort(y_train)[-10:].mean(), abs=0.5)
+    # scale invariance: rescaling a feature does not change the distances
+    p2 = distance_prediction(x_train * [1.0, 1e-3], y_train, x_eval * [1.0, 1e-3])
+    np.testing.assert_allclose(p2.epistemic_var, p.epistemic_var, rtol=1e-9)
+    # a training point itself has the smallest EU; k is capped at n_train
+    p3 = distance_prediction(x_train[:5], y_train[:5], x_train[:1], k=10)
+    assert p3.mean[0] == pytest.approx(y_train[:5].mean())
+
+
+def test_distance_handles_constant_and_single_features():
+    x_train = np.column_stack([np.linspace(0, 1, 20), np.full(20, 0.5)])
+    p = distance_prediction(x_train, np.arange(20.0), np.array([[0.5, 0.5], [3.0, 0.5]]))
+    assert np.isfinite(p.epistemic_var).all() and p.epistemic_var[1] > p.epistemic_var[0]
+    p1 = distance_prediction(np.linspace(0, 1, 20)[:, None], np.arange(20.0), [[0.5], [2.0]])
+    assert p1.epistemic_var[1] > p1.epistemic_var[0]
+
+
+def test_constant_au_row():
+    y = np.array([1.0, 2.0, 3.0, 6.0])
+    p = constant_au_prediction(np.zeros((4, 2)), y, np.zeros((3, 2)))
+    np.testing.assert_array_equal(p.mean, 3.0)
+    np.testing.assert_array_equal(p.aleatoric_var, 3.5)
+    np.testing.assert_array_equal(p.epistemic_var, 0.0)
+    with pytest.raises(KeyError, match="allowed: oracle, distance, constant_au"):
+        reference_prediction("nearest", x_train=None, y_train=None, x_eval=None)

@@ -1,0 +1,125 @@
+"""Task instances: determinism, independence, store contract, and GP calibration with power."""
+
+import json
+
+import numpy as np
+import pytest
+
+from postrisk import checks
+from postrisk.covariates.build import Covariates
+from postrisk.priors.family import GaussianProcessFamily
+from postrisk.priors.gp import sample_prior
+from postrisk.priors.kernels import default_kernel
+from postrisk.tasks.generate import TaskKey, build_sample, build_task
+from postrisk.tasks.store import StoreValidationError, validate_store
+
+
+@pytest.fixture(scope="module")
+def concrete(offline_covariates):
+    return Covariates(offline_covariates["concrete"])
+
+
+@pytest.fixture(scope="module")
+def gp_params(concrete):
+    kernel = default_kernel(("rq", "linear"), concrete.x.shape[1])
+    return {"family": "gp", "kernel": kernel.to_dict(), "a": 1.0}
+
+
+def test_regeneration_is_bit_identical(concrete, gp_params):
+    key = TaskKey("concrete", "gp", "bump", "ood", 3)
+    a = build_task(build_sample(key, concrete, gp_params, 100, progress=lambda _: None), 50,
+                   progress=lambda _: None)
+    b = build_task(build_sample(key, concrete, gp_params, 100, progress=lambda _: None), 50,
+                   progress=lambda _: None)
+    for name in ("train_index", "y_train", "f_true_eval", "noise_var_eval", "posterior_draws",
+                 "posterior_mean", "posterior_var"):
+        assert np.array_equal(a[name].values, b[name].values), name
+    validate_store(a, kind="task")
+
+
+def test_instances_differing_in_noise_mode_are_independent(concrete, gp_params):
+    n = 300
+    s1 = build_sample(TaskKey("concrete", "gp", "bump", "balanced", 0), concrete, gp_params, n,
+                      progress=lambda _: None)
+    s2 = build_sample(TaskKey("concrete", "gp", "edges", "balanced", 0), concrete, gp_params, n,
+                      progress=lambda _: None)
+    assert not np.allclose(s1["f_true_eval"].values, s2["f_true_eval"].values)
+    assert abs(np.corrcoef(s1["f_true_eval"].values, s2["f_true_eval"].values)[0, 1]) < 0.5
+    # training sets: per shell k_s of N_s candidates drawn independently twice; the overlap
+    # is a sum of hypergeometric counts with mean Σ k_s²/N_s
+    cand_shells = concrete.shell[concrete.candidate_index]
+    sizes = np.bincount(cand_shells, minlength=5).astype(float)
+    k = np.bincount(s1["shell_train"].values, minlength=5).astype(float)
+    mean = np.sum(k**2 / sizes)
+    var = np.sum(k * (k / sizes) * (1 - k / sizes) * (sizes - k) / (sizes - 1))
+    overlap = len(set(s1["train_index"].values) & set(s2["train_index"].values))
+    assert abs(overlap - mean) < 4 * np.sqrt(var), (overlap, mean, var)
+
+
+def test_store_validation_catches_broken_stores(concrete, gp_params):
+    sample = build_sample(TaskKey("concrete", "gp", "bump", "balanced", 0), concrete, gp_params,
+                          80, progress=lambda _: None)
+    validate_store(sample, kind="sample")
+    with pytest.raises(StoreValidationError, match="missing variable 'posterior_draws'"):
+        validate_store(sample, kind="task")
+    broken = sample.assign(noise_var_eval=sample["noise_var_eval"] * -1)
+    with pytest.raises(StoreValidationError, match="non-positive"):
+        validate_store(broken, kind="sample")
+    overlap = sample.copy()
+    overlap["train_index"].values[0] = overlap["eval_index"].values[0]
+    with pytest.raises(StoreValidationError, match="overlap"):
+        validate_store(overlap, kind="sample")
+
+
+def test_noise_parameters_stored_and_mean_matches(concrete, gp_params):
+    s = build_sample(TaskKey("concrete", "gp", "smooth_monotone", "balanced", 1), concrete,
+                     gp_params, 100, progress=lambda _: None)
+    noise = json.loads(s.attrs["noise_model"])
+    assert noise["mode"] == "smooth_monotone" and noise["noise_to_signal"] == 0.23
+    assert abs(s["noise_var_eval"].values.mean() - 0.23) < 1e-10
+
+
+# -- simulation-based calibration (SPEC §8) -----------------------------------------------------
+
+N_SBC = 400
+D_SBC = 99  # ranks 0…99: 100 values, 10 equally likely bins
+
+
+def _sbc(control: str | None, seed: int = 0):
+    """One random evaluation point per small GP instance; ranks of f(x) and of the data
+    log-likelihood; the GP family's own sample and posterior code paths."""
+    rng = np.random.default_rng(seed)
+    family = GaussianProcessFamily()
+    kernel = default_kernel(("matern32", "linear"), 2)
+    params = {"kernel": kernel.to_dict(), "a": 1.0}
+    n_train, n_eval = 25, 15
+    ranks_f, ranks_ll, covered = [], [], []
+    for _ in range(N_SBC):
+        x = rng.uniform(size=(n_train + n_eval, 2))
+        f = family.sample(params, x, rng)
+        noise_var = rng.uniform(0.05, 0.3, size=n_train)
+        y = f[n_eval:] + np.sqrt(noise_var) * rng.standard_normal(n_train)
+        if control == "prior_as_posterior":
+            draws = sample_prior(kernel, 1.0, x, rng, size=D_SBC)
+        else:
+            cond_var = 2 * noise_var if control == "noise_x2" else noise_var
+            draws = family.posterior(params, x[n_eval:], y, cond_var, x, D_SBC, rng, {},
+                                     lambda _: None).draws
+        j = rng.integers(n_eval)
+        col = (j + 1 + rng.integers(n_eval - 1)) % n_eval if control == "permuted_index" else j
+        ranks_f.append(checks.rank_of_truth(draws[:, [col]], f[[j]])[0])
+        covered.append(checks.covered_central(draws[:, [col]], f[[j]])[0])
+        ranks_ll.append(checks.loglik_rank(draws[:, n_eval:], f[n_eval:], y, noise_var))
+    return checks.calibration_test({"f": np.array(ranks_f), "loglik": np.array(ranks_ll)},
+                                   np.array(covered), D_SBC, alpha=1e-3)
+
+
+def test_gp_posterior_is_calibrated():
+    result = _sbc(None)
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("control", ["noise_x2", "permuted_index", "prior_as_posterior"])
+def test_negative_controls_fail_the_same_check(control):
+    result = _sbc(control)
+    assert not result.passed, result
