@@ -22,7 +22,7 @@ help:
 # The environment, exactly as locked (all extras: the GPL-3 offline-data copy of Concrete for the
 # demo, GPJax for benchmarks).
 $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --all-extras --python $(PYTHON)
+	$(UV) sync --frozen --all-extras --compile-bytecode --python $(PYTHON)
 	@touch $@
 
 env: $(VENV)/.synced

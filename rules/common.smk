@@ -11,6 +11,9 @@ if _SRC not in sys.path:
 # Jobs (local, conda or cluster) import the library from this checkout.
 _INHERITED = [p for p in os.getenv("PYTHONPATH", "").split(os.pathsep) if p and p != _SRC]
 os.environ.update(PYTHONPATH=os.pathsep.join([_SRC, *_INHERITED]))
+# JAX jobs share compiled kernels across processes (persistent compilation cache).
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path("resources/jax_cache").resolve()))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 from postrisk import config as pr_config
 from postrisk.covariates.registry import registry as dataset_registry

@@ -111,7 +111,11 @@ def write_scores(score_csvs, table_csv, figure_png, scale: str,
     fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(pivot)), 3.6))
     width = 0.8 / len(targets)
     for i, target in enumerate(targets):
-        ax.bar(np.arange(len(pivot)) + i * width, pivot[target].fillna(0.0), width,
+        xs = np.arange(len(pivot)) + i * width
+        for x_pos, value in zip(xs, pivot[target], strict=True):
+            if pd.isna(value):  # constant estimate or target: Spearman not applicable
+                ax.text(x_pos, 0.01, "n/a", rotation=90, ha="center", va="bottom", fontsize=6)
+        ax.bar(xs, pivot[target].fillna(0.0), width,
                label=target.replace("eu_", "EU: ").replace("au", "AU: noise variance", 1)
                if target == "au" else target.replace("eu_", "EU: ").replace("_", " "))
     ax.set_xticks(np.arange(len(pivot)) + 0.4 - width / 2, pivot.index, rotation=30, ha="right")
