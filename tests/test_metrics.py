@@ -7,11 +7,11 @@ from scipy.stats import spearmanr
 from postrisk.metrics import (
     EU_TARGETS,
     delta_ent,
-    eu_targets,
     mean_applicable,
     score_instance,
     spearman,
 )
+from postrisk.oracle import eu_targets
 
 
 def test_spearman_without_ties_matches_the_d_squared_formula():

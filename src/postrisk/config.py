@@ -19,6 +19,7 @@ import jsonschema
 import yaml
 
 from postrisk.covariates.registry import registry, task_datasets
+from postrisk.tasks.key import TaskKey
 
 PRIORS = ("gp", "hbart", "bnn")
 NOISE_MODES = ("homoscedastic", "smooth_monotone", "bump", "edges")
@@ -179,19 +180,6 @@ def load_config(*paths: str | Path) -> dict:
 
 # -- the grid ----------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Instance:
-    dataset: str
-    prior: str
-    noise: str
-    coverage: str
-    seed: int
-
-    @property
-    def path(self) -> str:
-        return f"{self.dataset}/{self.prior}/{self.noise}/{self.coverage}/{self.seed}"
-
-
 def covariate_datasets(cfg: Mapping) -> list[str]:
     """Datasets whose covariate store the workflow builds (tasks first, then OOD-only)."""
     names = list(cfg["datasets"]) + [n for n in cfg.get("ood_datasets", [])
@@ -215,12 +203,12 @@ def conditions(cfg: Mapping) -> Iterator[tuple[str, str, str, str]]:
     yield from product(cfg["datasets"], cfg["priors"], cfg["noise_modes"], cfg["coverages"])
 
 
-def instances(cfg: Mapping, spare: bool = True) -> Iterator[Instance]:
+def instances(cfg: Mapping, spare: bool = True) -> Iterator[TaskKey]:
     """All instances of the grid; with ``spare`` every candidate seed, else the first valid ones."""
     n_seeds = cfg["seeds"]["candidates"] if spare else cfg["seeds"]["valid_per_cell"]
     for dataset, prior, noise, coverage in conditions(cfg):
         for seed in range(n_seeds):
-            yield Instance(dataset, prior, noise, coverage, seed)
+            yield TaskKey(dataset, prior, noise, coverage, seed)
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,13 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 from scipy.stats import rankdata
 
-EU_TARGETS = ("posterior_excess_risk", "posterior_variance", "pointwise_excess_risk")
+from postrisk.oracle import EU_TARGETS  # the targets are the oracle's
 
 #: Fewest finite pairs for which a rank correlation is reported.
 MIN_POINTS = 3
 
 
-def _vector(name: str, values) -> np.ndarray:
+def as_vector(name: str, values) -> np.ndarray:
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
@@ -51,7 +51,7 @@ def spearman(x, y) -> float | None:
     ranks have no variance); it is never NaN. The value is clipped to [−1, 1] against
     rounding.
     """
-    xv, yv = _vector("x", x), _vector("y", y)
+    xv, yv = as_vector("x", x), as_vector("y", y)
     if xv.shape != yv.shape:
         raise ValueError(f"x and y differ in length: {xv.shape[0]} vs {yv.shape[0]}")
     keep = np.isfinite(xv) & np.isfinite(yv)
@@ -105,26 +105,6 @@ def delta_ent(eu_hat, au_hat, eu_true, au_true) -> float | None:
     return rho_hat - rho_true
 
 
-def eu_targets(pred_mean, posterior_mean, posterior_var, f_true) -> dict[str, np.ndarray]:
-    """The three EU targets of SPEC §9 for the point prediction ``pred_mean`` (= â).
-
-    posterior_excess_risk = σ²_f + (â − m_S)²; posterior_variance = σ²_f;
-    pointwise_excess_risk = (â − f*)².
-    """
-    a = _vector("pred_mean", pred_mean)
-    m = _vector("posterior_mean", posterior_mean)
-    v = _vector("posterior_var", posterior_var)
-    f = _vector("f_true", f_true)
-    if not (a.shape == m.shape == v.shape == f.shape):
-        raise ValueError(f"shapes differ: pred_mean {a.shape}, posterior_mean {m.shape}, "
-                         f"posterior_var {v.shape}, f_true {f.shape}")
-    return {
-        "posterior_excess_risk": v + (a - m) ** 2,
-        "posterior_variance": v.copy(),
-        "pointwise_excess_risk": (a - f) ** 2,
-    }
-
-
 def score_instance(eu_hat, au_hat, eu_targets: Mapping[str, np.ndarray],
                    au_true) -> dict[str, float | None]:
     """Rank metrics of one method on one instance.
@@ -135,17 +115,18 @@ def score_instance(eu_hat, au_hat, eu_targets: Mapping[str, np.ndarray],
     * ``spearman_au``     = ρ(AU_hat, σ²_ε);
     * ``delta_ent_<t>``   = ρ(EU_hat, AU_hat) − ρ(EU*_t, σ²_ε) for each t.
 
-    ``eu_targets`` must hold exactly the keys of :data:`EU_TARGETS` (see :func:`eu_targets`).
+    ``eu_targets`` must hold exactly the keys of :data:`EU_TARGETS`
+    (see :func:`postrisk.oracle.eu_targets`).
     """
     missing = [t for t in EU_TARGETS if t not in eu_targets]
     unknown = [t for t in eu_targets if t not in EU_TARGETS]
     if missing or unknown:
         raise KeyError(f"eu_targets must have keys {list(EU_TARGETS)}; "
                        f"missing {missing}, unknown {unknown}")
-    eu = _vector("eu_hat", eu_hat)
-    au = _vector("au_hat", au_hat)
-    au_star = _vector("au_true", au_true)
-    targets = {t: _vector(f"eu_targets[{t!r}]", eu_targets[t]) for t in EU_TARGETS}
+    eu = as_vector("eu_hat", eu_hat)
+    au = as_vector("au_hat", au_hat)
+    au_star = as_vector("au_true", au_true)
+    targets = {t: as_vector(f"eu_targets[{t!r}]", eu_targets[t]) for t in EU_TARGETS}
     shapes = {eu.shape, au.shape, au_star.shape, *(v.shape for v in targets.values())}
     if len(shapes) != 1:
         raise ValueError(f"inputs differ in shape: {sorted(shapes)}")

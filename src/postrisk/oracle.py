@@ -39,6 +39,10 @@ def pointwise_excess_risk(pred_mean, f_true) -> np.ndarray:
 
 def eu_targets(pred_mean, posterior_mean, posterior_var, f_true) -> dict[str, np.ndarray]:
     """The three EU targets of a method's mean prediction, keyed as in :data:`EU_TARGETS`."""
+    shapes = {np.shape(v) for v in (pred_mean, posterior_mean, posterior_var, f_true)}
+    if len(shapes) != 1:
+        raise ValueError(f"pred_mean, posterior_mean, posterior_var and f_true differ in shape: "
+                         f"{shapes}")
     return {
         "posterior_excess_risk": posterior_excess_risk(pred_mean, posterior_mean, posterior_var),
         "posterior_variance": np.asarray(posterior_var, dtype=float).copy(),

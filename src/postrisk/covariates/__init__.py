@@ -3,7 +3,7 @@
 Names are imported lazily so that reading the registry (every workflow start) stays light.
 """
 
-import importlib
+from postrisk._lazy import lazy_exports
 
 _EXPORTS = {
     "build_covariates": "postrisk.covariates.build",
@@ -25,7 +25,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'postrisk.covariates' has no attribute {name!r}")
+__getattr__ = lazy_exports("postrisk.covariates", _EXPORTS)

@@ -1,7 +1,7 @@
 """Uncertainty methods (SPEC §10): the interface, the guarded fit, the registry and the
 reference rows. Names are imported lazily so `import postrisk.methods.registry` stays light."""
 
-import importlib
+from postrisk._lazy import lazy_exports
 
 _EXPORTS = {
     "FIT_RECORD_SCHEMA": "postrisk.methods.base",
@@ -25,7 +25,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'postrisk.methods' has no attribute {name!r}")
+__getattr__ = lazy_exports("postrisk.methods", _EXPORTS)

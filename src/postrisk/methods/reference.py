@@ -17,19 +17,13 @@ import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
 from postrisk.methods.base import Prediction
+from postrisk.metrics import as_vector
 
 REFERENCE_ROWS = ("oracle", "distance", "constant_au")
 
 #: Shrinkage of the training covariance towards a scaled identity (as for the shells, SPEC §6).
 SHRINKAGE = 0.1
 N_NEIGHBOURS = 10
-
-
-def _vector(name: str, values) -> np.ndarray:
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    return arr
 
 
 def _matrix(name: str, values) -> np.ndarray:
@@ -41,9 +35,9 @@ def _matrix(name: str, values) -> np.ndarray:
 
 def oracle_prediction(posterior_mean, posterior_var, noise_var_eval) -> Prediction:
     """mean = m_S(x), EU = σ²_f(x), AU = σ²_ε(x), passed through unchanged (as float64)."""
-    mean = _vector("posterior_mean", posterior_mean)
-    eu = _vector("posterior_var", posterior_var)
-    au = _vector("noise_var_eval", noise_var_eval)
+    mean = as_vector("posterior_mean", posterior_mean)
+    eu = as_vector("posterior_var", posterior_var)
+    au = as_vector("noise_var_eval", noise_var_eval)
     if not (mean.shape == eu.shape == au.shape):
         raise ValueError(f"shapes differ: {mean.shape}, {eu.shape}, {au.shape}")
     return Prediction(mean=mean.copy(), aleatoric_var=au.copy(), epistemic_var=eu.copy())
@@ -83,7 +77,7 @@ def distance_prediction(x_train, y_train, x_eval, k: int = N_NEIGHBOURS) -> Pred
     mean(x) = (1/k) Σ_{j ∈ N_k(x)} y_j; AU = Var(y_train) (population variance, constant).
     """
     x_tr = _matrix("x_train", x_train)
-    y_tr = _vector("y_train", y_train)
+    y_tr = as_vector("y_train", y_train)
     x_ev = _matrix("x_eval", x_eval)
     if y_tr.shape[0] != x_tr.shape[0]:
         raise ValueError(f"x_train has {x_tr.shape[0]} rows, y_train {y_tr.shape[0]}")
@@ -103,7 +97,7 @@ def distance_prediction(x_train, y_train, x_eval, k: int = N_NEIGHBOURS) -> Pred
 def constant_au_prediction(x_train, y_train, x_eval) -> Prediction:
     """mean = mean(y_train), AU = Var(y_train) (population variance), EU = 0; all constant."""
     _matrix("x_train", x_train)
-    y_tr = _vector("y_train", y_train)
+    y_tr = as_vector("y_train", y_train)
     m = _matrix("x_eval", x_eval).shape[0]
     return Prediction(mean=np.full(m, float(y_tr.mean())),
                       aleatoric_var=np.full(m, float(y_tr.var())), epistemic_var=np.zeros(m))

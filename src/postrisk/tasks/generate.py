@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import astuple, dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 import xarray as xr
 
-from postrisk import seeding
 from postrisk.checks import instance_point_checks, loglik_rank
 from postrisk.covariates.build import Covariates
 from postrisk.covariates.registry import get_dataset
@@ -24,33 +22,10 @@ from postrisk.coverage import select_training
 from postrisk.io import json_attr, library_versions
 from postrisk.noise import fit_noise_model
 from postrisk.priors.family import get_family
+from postrisk.tasks.key import TaskKey
 from postrisk.tasks.store import TASK_SCHEMA_VERSION
 
-STREAMS = ("training", "truth", "noise", "posterior")
-
-
-@dataclass(frozen=True)
-class TaskKey:
-    dataset: str
-    prior: str
-    noise: str
-    coverage: str
-    seed: int
-
-    @property
-    def path(self) -> str:
-        return f"{self.dataset}/{self.prior}/{self.noise}/{self.coverage}/{self.seed}"
-
-    def streams(self) -> dict[str, np.random.Generator]:
-        children = seeding.seed_sequence("instance", *astuple(self)).spawn(len(STREAMS))
-        return {name: np.random.default_rng(child) for name, child in zip(STREAMS, children,
-                                                                           strict=True)}
-
-    @classmethod
-    def from_attrs(cls, attrs: dict) -> TaskKey:
-        return cls(attrs["dataset"], attrs["prior"], attrs["noise"], attrs["coverage"],
-                   int(attrs["seed"]))
-
+__all__ = ["TaskKey", "build_sample", "build_task"]
 
 def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
                  config_digest: str = "", progress: Callable[[str], None] = print) -> xr.Dataset:

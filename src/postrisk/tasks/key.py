@@ -1,0 +1,38 @@
+"""The instance key and its random-number streams (SPEC §7). Light: numpy only."""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+
+import numpy as np
+
+from postrisk import seeding
+
+STREAMS = ("training", "truth", "noise", "posterior")
+
+
+@dataclass(frozen=True)
+class TaskKey:
+    """(dataset, prior, noise, coverage, seed): one task instance."""
+
+    dataset: str
+    prior: str
+    noise: str
+    coverage: str
+    seed: int
+
+    @property
+    def path(self) -> str:
+        return f"{self.dataset}/{self.prior}/{self.noise}/{self.coverage}/{self.seed}"
+
+    def streams(self) -> dict[str, np.random.Generator]:
+        """Independent generators for training inputs, ground truth, noise and the sampler,
+        spawned from a ``SeedSequence`` of a stable hash of the key."""
+        children = seeding.seed_sequence("instance", *astuple(self)).spawn(len(STREAMS))
+        return {name: np.random.default_rng(child)
+                for name, child in zip(STREAMS, children, strict=True)}
+
+    @classmethod
+    def from_attrs(cls, attrs: dict) -> TaskKey:
+        return cls(attrs["dataset"], attrs["prior"], attrs["noise"], attrs["coverage"],
+                   int(attrs["seed"]))
