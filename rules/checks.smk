@@ -10,6 +10,7 @@ rule checks:
         figure="results/figures/rank_histograms.png",
     params:
         scale=config["scale"],
+        n_valid=config["seeds"]["valid_per_cell"],
     log:
         "results/logs/checks.log",
     benchmark:

@@ -42,7 +42,8 @@ rule score:
 
 rule aggregate_scores:
     input:
-        all_score_tables,
+        scores=all_score_tables,
+        instances="results/checks/instances.csv",
     output:
         table="results/tables/scores.csv",
         figure="results/figures/scores.png",

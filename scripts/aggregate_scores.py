@@ -6,5 +6,5 @@ from postrisk.workflow import job_log
 snakemake = globals()["snakemake"]
 
 with job_log(snakemake.log[0]):
-    report_scores(snakemake.input, snakemake.output.table, snakemake.output.figure,
-                  snakemake.params.scale)
+    report_scores(snakemake.input.scores, snakemake.input.instances, snakemake.output.table,
+                  snakemake.output.figure, snakemake.params.scale)

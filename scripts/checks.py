@@ -7,4 +7,5 @@ snakemake = globals()["snakemake"]
 
 with job_log(snakemake.log[0]):
     out = snakemake.output
-    report_checks(snakemake.input, out.table, out.instances, out.figure, snakemake.params.scale)
+    report_checks(snakemake.input, out.table, out.instances, out.figure, snakemake.params.scale,
+                  snakemake.params.n_valid)

@@ -80,3 +80,16 @@ def test_loglik_rank_sees_draws_that_ignore_the_data():
     assert checks.rank_uniformity_pvalue(np.array(ranks_post), d) > 1e-3
     assert np.all(np.array(ranks_prior) == d)
     assert checks.rank_uniformity_pvalue(np.array(ranks_prior), d) < 1e-3
+
+
+def test_mark_valid_drops_seeds_with_high_bnn_rhat_for_every_family():
+    rows = []
+    for seed, rhat in enumerate([1.0, 1.2, 1.01, 1.0]):
+        for prior in ("gp", "bnn"):
+            rows.append({"dataset": "a", "noise": "bump", "coverage": "ood", "seed": seed,
+                         "prior": prior, "max_rhat": rhat if prior == "bnn" else np.nan})
+    out = checks.mark_valid(pd.DataFrame(rows), n_valid=2)
+    assert sorted(out.loc[out["valid"], "seed"].unique()) == [0, 2]
+    assert out.groupby("seed")["valid"].nunique().eq(1).all()  # families share their seeds
+    no_bnn = checks.mark_valid(pd.DataFrame(rows).query("prior == 'gp'"), n_valid=3)
+    assert sorted(no_bnn.loc[no_bnn["valid"], "seed"]) == [0, 1, 2]

@@ -164,6 +164,24 @@ def valid_seeds(candidates: list[int], max_rhat: dict[int, float] | None, n_vali
     return valid, dropped
 
 
+CELL = ["dataset", "noise", "coverage"]
+
+
+def mark_valid(instances: pd.DataFrame, n_valid: int, threshold: float = 1.05) -> pd.DataFrame:
+    """Add a ``valid`` column: per cell, the first ``n_valid`` seeds whose BNN instance has
+    max R̂ ≤ ``threshold``, for every family alike (App. B.7). Cells without BNN instances
+    use their first ``n_valid`` seeds. Dropped instances stay in the frame, flagged."""
+    out = instances.copy()
+    out["valid"] = False
+    for _, cell in out.groupby(CELL):
+        bnn = cell[cell["prior"] == "bnn"]
+        max_rhat = dict(zip(bnn["seed"], bnn["max_rhat"], strict=True)) if len(bnn) else None
+        keep, _ = valid_seeds(sorted(cell["seed"].unique().tolist()), max_rhat, n_valid,
+                              threshold)
+        out.loc[cell.index[cell["seed"].isin(keep)], "valid"] = True
+    return out
+
+
 def table3(instances: pd.DataFrame, points: dict[str, dict[str, np.ndarray]],
            rng: np.random.Generator) -> pd.DataFrame:
     """Table 3 per prior family, with the paper's values beside ours.

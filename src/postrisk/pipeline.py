@@ -85,18 +85,19 @@ def score_condition_files(tasks: Sequence[str | Path], seeds: Sequence[int],
 
 
 def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figure: str,
-                  scale: str) -> pd.DataFrame:
+                  scale: str, n_valid: int) -> pd.DataFrame:
     from postrisk.report import write_checks
 
-    result = write_checks(tasks, table, instances, figure, scale, np.random.default_rng(0))
+    result = write_checks(tasks, table, instances, figure, scale, np.random.default_rng(0),
+                          n_valid)
     print(result.to_string())
     return result
 
 
-def report_scores(scores: Sequence[str | Path], table: str, figure: str,
+def report_scores(scores: Sequence[str | Path], instances: str, table: str, figure: str,
                   scale: str) -> pd.DataFrame:
     from postrisk.report import write_scores
 
-    result = write_scores(scores, table, figure, scale, np.random.default_rng(0))
+    result = write_scores(scores, instances, table, figure, scale, np.random.default_rng(0))
     print(result.to_string())
     return result

@@ -62,15 +62,20 @@ def collect_checks(task_paths: Sequence[str | Path]):
 
 
 def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
-                 rng: np.random.Generator) -> pd.DataFrame:
-    instances, points = collect_checks(task_paths)
-    table = checks.table3(instances, points, rng)
+                 rng: np.random.Generator, n_valid: int) -> pd.DataFrame:
+    """Table 3 over the valid instances; the per-instance CSV keeps dropped ones, flagged."""
+    instances = checks.mark_valid(collect_checks(task_paths)[0], n_valid)
+    valid_paths = [p for p, ok in zip(task_paths, instances["valid"], strict=True) if ok]
+    instances_valid, points = collect_checks(valid_paths)
+    table = checks.table3(instances_valid, points, rng)
     # one data-log-likelihood rank per instance: uniform under a correct posterior (SBC)
+    iv = instances_valid
     table["loglik_rank_uniformity_p"] = [
-        round(checks.rank_uniformity_pvalue(
-            instances.loc[instances["prior"] == p, "rank_loglik"].to_numpy(),
-            int(instances.loc[instances["prior"] == p, "draws"].iloc[0])), 4)
-        if (instances["prior"] == p).sum() >= 20 else np.nan for p in table["prior"]]
+        round(checks.rank_uniformity_pvalue(iv.loc[iv["prior"] == p, "rank_loglik"].to_numpy(),
+                                            int(iv.loc[iv["prior"] == p, "draws"].iloc[0])), 4)
+        if (iv["prior"] == p).sum() >= 20 else np.nan for p in table["prior"]]
+    table["instances_dropped"] = [int(((instances["prior"] == p) & ~instances["valid"]).sum())
+                                  for p in table["prior"]]
     table.insert(0, "scale", scale)
     for path in (table_csv, instances_csv, figure_png):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -94,11 +99,18 @@ def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
     return table
 
 
-def write_scores(score_csvs, table_csv, figure_png, scale: str,
+def write_scores(score_csvs, instances_csv, table_csv, figure_png, scale: str,
                  rng: np.random.Generator) -> pd.DataFrame:
+    """Mean ρ per method and target over the valid instances (``valid`` in the checks CSV)."""
     from postrisk.scoring import aggregate_scores
 
     scores = pd.concat([pd.read_csv(p) for p in score_csvs], ignore_index=True)
+    keys = ["dataset", "prior", "noise", "coverage", "seed"]
+    valid = pd.read_csv(instances_csv)[[*keys, "valid"]]
+    scores = scores.merge(valid, on=keys, how="left")
+    if scores["valid"].isna().any():
+        raise ValueError("scores for instances that the checks do not know")
+    scores = scores[scores["valid"].astype(bool)].drop(columns="valid")
     table = aggregate_scores(scores, rng)
     table.insert(0, "scale", scale)
     Path(table_csv).parent.mkdir(parents=True, exist_ok=True)
