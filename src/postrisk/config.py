@@ -19,7 +19,6 @@ import jsonschema
 import yaml
 
 from postrisk.covariates.registry import registry, task_datasets
-from postrisk.tasks.key import TaskKey
 
 PRIORS = ("gp", "hbart", "bnn")
 NOISE_MODES = ("homoscedastic", "smooth_monotone", "bump", "edges")
@@ -201,14 +200,6 @@ def training_size(dataset: str, n_cap: int | None) -> int:
 
 def conditions(cfg: Mapping) -> Iterator[tuple[str, str, str, str]]:
     yield from product(cfg["datasets"], cfg["priors"], cfg["noise_modes"], cfg["coverages"])
-
-
-def instances(cfg: Mapping, spare: bool = True) -> Iterator[TaskKey]:
-    """All instances of the grid; with ``spare`` every candidate seed, else the first valid ones."""
-    n_seeds = cfg["seeds"]["candidates"] if spare else cfg["seeds"]["valid_per_cell"]
-    for dataset, prior, noise, coverage in conditions(cfg):
-        for seed in range(n_seeds):
-            yield TaskKey(dataset, prior, noise, coverage, seed)
 
 
 @dataclass(frozen=True)

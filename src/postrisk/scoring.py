@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 import pandas as pd
 
@@ -102,9 +100,5 @@ def aggregate_scores(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataF
     return out
 
 
-def concat_scores(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat(list(frames), ignore_index=True)
-
-
-__all__ = ["REFERENCE_ROWS", "SCORE_COLUMNS", "aggregate_scores", "concat_scores",
+__all__ = ["REFERENCE_ROWS", "SCORE_COLUMNS", "aggregate_scores",
            "reference_predictions", "score_condition"]
