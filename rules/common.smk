@@ -14,6 +14,8 @@ os.environ.update(PYTHONPATH=os.pathsep.join([_SRC, *_INHERITED]))
 # JAX jobs share compiled kernels across processes (persistent compilation cache).
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path("resources/jax_cache").resolve()))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# Several JAX jobs may share one GPU: allocate on demand rather than 75% of it up front.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from postrisk import config as pr_config
 from postrisk.covariates.registry import registry as dataset_registry
@@ -51,28 +53,54 @@ def covariate_store_of(wildcards):
 
 
 def prior_settings(wildcards):
-    return {"gp": config["gp_prior"]}.get(wildcards.prior, {})
+    return config[f"{wildcards.prior}_prior"]
+
+
+def posterior_settings(wildcards):
+    return config["posterior"][wildcards.prior]
 
 
 def training_size_of(wildcards):
     return pr_config.training_size(wildcards.dataset, config["sizes"].get("n_cap"))
 
 
-def posterior_gpus(wildcards):
-    """MCMC posteriors request a GPU on the cluster; the exact GP does not."""
-    return 0 if wildcards.prior == "gp" else 1
-
-
 def condition_path(w):
     return f"{w.dataset}/{w.prior}/{w.noise}/{w.coverage}"
 
 
+def cell_has_bnn(w):
+    """Whether the cell (dataset, noise, coverage) has BNN instances, whose R̂ decides validity."""
+    return (w.dataset, "bnn", w.noise, w.coverage) in CONDITIONS
+
+
+def condition_seeds(wildcards):
+    """Seeds a condition's fits may use: every candidate where the BNN R̂ rule decides at run
+    time (the cell's seed file), else the first `valid_per_cell` (SPEC §8)."""
+    return TASK_SEEDS if cell_has_bnn(wildcards) else \
+        TASK_SEEDS[: config["seeds"]["valid_per_cell"]]
+
+
+def seed_selection(wildcards):
+    """The cell's valid-seed file when its BNN instances decide validity; else nothing."""
+    if cell_has_bnn(wildcards):
+        return [f"results/checks/seeds/{wildcards.dataset}/{wildcards.noise}/"
+                f"{wildcards.coverage}.json"]
+    return []
+
+
+def cell_bnn_tasks(wildcards):
+    return [f"results/tasks/{wildcards.dataset}/bnn/{wildcards.noise}/{wildcards.coverage}/"
+            f"{s}.zarr" for s in TASK_SEEDS]
+
+
 def condition_samples(wildcards):
-    return [f"results/samples/{condition_path(wildcards)}/{s}.zarr" for s in TASK_SEEDS]
+    return [f"results/samples/{condition_path(wildcards)}/{s}.zarr"
+            for s in condition_seeds(wildcards)]
 
 
 def condition_tasks(wildcards):
-    return [f"results/tasks/{condition_path(wildcards)}/{s}.zarr" for s in TASK_SEEDS]
+    return [f"results/tasks/{condition_path(wildcards)}/{s}.zarr"
+            for s in condition_seeds(wildcards)]
 
 
 def condition_fits(wildcards):

@@ -5,10 +5,12 @@
 rule fit:
     input:
         samples=condition_samples,
+        seed_selection=seed_selection,
     output:
         directory("results/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.zarr"),
     params:
-        seeds=lambda wildcards: TASK_SEEDS,
+        seeds=condition_seeds,
+        n_valid=config["seeds"]["valid_per_cell"],
         settings=method_settings,
     log:
         "results/logs/fit/{dataset}/{prior}/{noise}/{coverage}/{method}.log",
@@ -25,10 +27,12 @@ rule score:
     input:
         tasks=condition_tasks,
         fits=condition_fits,
+        seed_selection=seed_selection,
     output:
         "results/scores/{dataset}/{prior}/{noise}/{coverage}.csv",
     params:
-        seeds=lambda wildcards: TASK_SEEDS,
+        seeds=condition_seeds,
+        n_valid=config["seeds"]["valid_per_cell"],
         methods=lambda wildcards: IMPLEMENTED_METHODS,
     log:
         "results/logs/score/{dataset}/{prior}/{noise}/{coverage}.log",

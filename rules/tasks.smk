@@ -39,13 +39,37 @@ rule sample:
         "../scripts/sample.py"
 
 
-rule posterior:
+rule posterior_exact:
     input:
         "results/samples/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr",
     output:
         directory("results/tasks/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr"),
+    wildcard_constraints:
+        prior="gp",
     params:
-        draws=config["posterior"]["draws"],
+        settings=posterior_settings,
+    log:
+        "results/logs/posterior/{dataset}/{prior}/{noise}/{coverage}/{seed}.log",
+    benchmark:
+        "results/benchmarks/posterior/{dataset}_{prior}_{noise}_{coverage}_{seed}.tsv"
+    conda:
+        "../workflow/envs/jax.yaml"
+    threads: 2
+    script:
+        "../scripts/posterior.py"
+
+
+# MCMC reference posteriors (bartz, NumPyro): chains spread over the job's devices; on the
+# cluster one GPU each (profiles/slurm), shared memory settings so jobs can share a device.
+rule posterior_mcmc:
+    input:
+        "results/samples/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr",
+    output:
+        directory("results/tasks/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr"),
+    wildcard_constraints:
+        prior="hbart|bnn",
+    params:
+        settings=posterior_settings,
     log:
         "results/logs/posterior/{dataset}/{prior}/{noise}/{coverage}/{seed}.log",
     benchmark:
@@ -54,6 +78,6 @@ rule posterior:
         "../workflow/envs/jax.yaml"
     threads: 2
     resources:
-        gpu=posterior_gpus,
+        gpu=1,
     script:
         "../scripts/posterior.py"

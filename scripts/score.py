@@ -7,4 +7,6 @@ snakemake = globals()["snakemake"]
 
 with job_log(snakemake.log[0]):
     score_condition_files(snakemake.input.tasks, snakemake.params.seeds, snakemake.input.fits,
-                          snakemake.params.methods, snakemake.output[0])
+                          snakemake.params.methods, snakemake.output[0],
+                          n_valid=snakemake.params.n_valid,
+                          selection=snakemake.input.seed_selection)

@@ -7,6 +7,9 @@ REPO = Path(__file__).resolve().parents[1]
 OFFLINE_DATASETS = ("concrete", "diamonds", "health_insurance")
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Two CPU devices, as a posterior job gets on this machine (chains spread over devices); XLA
+# reads this once, so it is set before anything imports jax.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 
 
 @pytest.fixture(scope="session")

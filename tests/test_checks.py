@@ -93,3 +93,59 @@ def test_mark_valid_drops_seeds_with_high_bnn_rhat_for_every_family():
     assert out.groupby("seed")["valid"].nunique().eq(1).all()  # families share their seeds
     no_bnn = checks.mark_valid(pd.DataFrame(rows).query("prior == 'gp'"), n_valid=3)
     assert sorted(no_bnn.loc[no_bnn["valid"], "seed"]) == [0, 1, 2]
+
+
+def test_split_rhat_on_a_hand_case():
+    # 2 chains of 4 draws → halves [1,2] [3,4] [2,3] [4,5]: W = 0.5, var of half means = 5/3,
+    # n = 2: var⁺ = ½·0.5 + 5/3, R̂ = √(var⁺ / W)
+    draws = np.array([1.0, 2, 3, 4, 2, 3, 4, 5])[:, None]
+    np.testing.assert_allclose(checks.split_rhat(draws, chains=2),
+                               [np.sqrt((0.25 + 5 / 3) / 0.5)], rtol=1e-12)
+
+
+def _ar1_chains(rng, chains, length, phi):
+    x = np.empty((chains, length, phi.size))
+    e = rng.normal(size=x.shape)
+    x[:, 0] = e[:, 0] / np.sqrt(1 - phi**2)
+    for t in range(1, length):
+        x[:, t] = phi * x[:, t - 1] + e[:, t]
+    return x
+
+
+def test_split_rhat_and_ess_against_arviz_and_ar1_theory():
+    import arviz as az
+
+    rng = np.random.default_rng(3)
+    phi = np.array([0.0, 0.3, 0.6, 0.9])
+    x = _ar1_chains(rng, 4, 1000, phi)
+    flat = x.reshape(-1, phi.size)
+    rhat = checks.split_rhat(flat, 4)
+    ess = checks.effective_sample_size(flat, 4)
+    for p in range(phi.size):
+        assert rhat[p] == pytest.approx(float(az.rhat(x[:, :, p], method="split")), rel=1e-10)
+        assert ess[p] == pytest.approx(float(az.ess(x[:, :, p], method="mean")), rel=1e-10)
+    theory = 4000 * (1 - phi) / (1 + phi)  # ESS of the mean of an AR(1) chain
+    np.testing.assert_allclose(ess, theory, rtol=0.2)
+    assert np.all(rhat < 1.05)  # mixing chains pass the paper's threshold
+
+
+def test_split_rhat_flags_chains_that_disagree_or_drift():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(4, 500, 2))
+    x[:, :, 0] += np.arange(4)[:, None]  # chains stuck in different places
+    x[:, :, 1] += np.linspace(0, 3, 500)[None, :]  # every chain drifts: only splitting sees it
+    rhat = checks.split_rhat(x.reshape(-1, 2), 4)
+    assert np.all(rhat > 1.1), rhat
+    assert checks.instance_point_checks(x.reshape(-1, 2), np.zeros(2), chains=4)["rhat"] \
+        == pytest.approx(rhat)
+    assert "rhat" not in checks.instance_point_checks(x.reshape(-1, 2), np.zeros(2))
+
+
+def test_batch_means_mcse_on_a_hand_case():
+    # 40 draws in 20 batches of 2: batch variances (ddof 1) are all 0.5 except one of 4.5
+    draws = np.tile([0.0, 1.0], 20)
+    draws[38:] = [0.0, 3.0]
+    batch_var = np.full(20, 0.5)
+    batch_var[-1] = 4.5
+    expected = batch_var.std(ddof=1) / np.sqrt(20) / draws.var(ddof=1)
+    np.testing.assert_allclose(checks.batch_means_mcse_var(draws[:, None]), [expected])

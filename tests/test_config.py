@@ -75,3 +75,27 @@ def test_guard_stops_full_grid_unless_confirmed(paper):
     assert message and "4,056 instances" in message and "confirm_full_run=True" in message
     assert "CPU-hours" in message
     assert guard_message(dict(paper, confirm_full_run=True)) is None
+
+
+def test_prior_grid_narrows_a_family_and_rejects_values_outside_the_grid(paper):
+    from postrisk.config import conditions
+
+    narrowed = validate_config(dict(paper, prior_grid={
+        "bnn": {"datasets": ["concrete"], "noise_modes": ["homoscedastic", "bump"]}}))
+    conds = list(conditions(narrowed))
+    bnn = [c for c in conds if c[1] == "bnn"]
+    assert len(bnn) == 1 * 2 * 2 and {c[0] for c in bnn} == {"concrete"}
+    assert sum(c[1] == "gp" for c in conds) == 13 * 4 * 2
+    assert n_instances(narrowed) == (2 * 13 * 8 + 4) * paper["seeds"]["candidates"]
+    with pytest.raises(ConfigError, match="prior_grid.hbart.datasets"):
+        validate_config(dict(paper, datasets=["concrete"],
+                             prior_grid={"hbart": {"datasets": ["diamonds"]}}))
+
+
+def test_posterior_settings_are_validated_per_family(paper):
+    bad = dict(paper, posterior={**paper["posterior"], "bnn": {**paper["posterior"]["bnn"],
+                                                               "target_accept": 1.5}})
+    with pytest.raises(ConfigError, match="posterior.bnn.target_accept"):
+        validate_config(bad)
+    with pytest.raises(ConfigError, match="posterior.hbart"):
+        validate_config(dict(paper, posterior={**paper["posterior"], "hbart": {"chains": 4}}))

@@ -27,10 +27,9 @@ def gp_params(concrete):
 
 def test_regeneration_is_bit_identical(concrete, gp_params):
     key = TaskKey("concrete", "gp", "bump", "ood", 3)
-    a = build_task(build_sample(key, concrete, gp_params, 100, progress=lambda _: None), 50,
-                   progress=lambda _: None)
-    b = build_task(build_sample(key, concrete, gp_params, 100, progress=lambda _: None), 50,
-                   progress=lambda _: None)
+    quiet = {"progress": lambda _: None}
+    a = build_task(build_sample(key, concrete, gp_params, 100, **quiet), {"draws": 50}, **quiet)
+    b = build_task(build_sample(key, concrete, gp_params, 100, **quiet), {"draws": 50}, **quiet)
     for name in ("train_index", "y_train", "f_true_eval", "noise_var_eval", "posterior_draws",
                  "posterior_mean", "posterior_var"):
         assert np.array_equal(a[name].values, b[name].values), name
@@ -103,8 +102,8 @@ def _sbc(control: str | None, seed: int = 0):
             draws = sample_prior(kernel, 1.0, x, rng, size=D_SBC)
         else:
             cond_var = 2 * noise_var if control == "noise_x2" else noise_var
-            draws = family.posterior(params, x[n_eval:], y, cond_var, x, D_SBC, rng, {},
-                                     lambda _: None).draws
+            draws = family.posterior(params, x[n_eval:], y, cond_var, x[:n_eval], rng,
+                                     {"draws": D_SBC}, lambda _: None).draws
         j = rng.integers(n_eval)
         col = (j + 1 + rng.integers(n_eval - 1)) % n_eval if control == "permuted_index" else j
         ranks_f.append(checks.rank_of_truth(draws[:, [col]], f[[j]])[0])

@@ -18,14 +18,17 @@ def job_counts(stdout: str) -> dict[str, int]:
             for m in re.finditer(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE)}
 
 
-def test_dry_run_of_full_config_plans_the_gp_grid(tmp_path):
+def test_dry_run_of_full_config_plans_the_whole_grid(tmp_path):
     run = snakemake(tmp_path, "-n")
     assert run.returncode == 0, run.stderr
     counts = job_counts(run.stdout)
-    instances = 13 * 4 * 2 * 10  # GP part: datasets × noise × coverage × valid seeds
-    assert counts["covariates"] == 14 and counts["prior"] == 13
-    assert counts["sample"] == instances and counts["posterior"] == instances
-    assert counts["fit"] == 13 * 4 * 2 and counts["score"] == 13 * 4 * 2
+    cells = 13 * 4 * 2  # datasets × noise × coverage
+    per_family = cells * 13  # every candidate seed: validity is decided by the BNN R̂
+    assert counts["covariates"] == 14 and counts["prior"] == 13 * 3
+    assert counts["sample"] == 3 * per_family
+    assert counts["posterior_exact"] == per_family and counts["posterior_mcmc"] == 2 * per_family
+    assert counts["valid_seeds"] == cells
+    assert counts["fit"] == 3 * cells and counts["score"] == 3 * cells
     assert counts["checks"] == 1 and counts["aggregate_scores"] == 1
     for name in ("abalone", "sarcos", "white_wine", "red_wine"):
         assert f"results/covariates/{name}.zarr" in run.stdout
@@ -98,8 +101,11 @@ def test_one_task_store_builds_only_what_it_needs(tmp_path):
     target = "results/tasks/diamonds/gp/smooth_monotone/balanced/0.zarr"
     run = snakemake(tmp_path, "-n", target)
     assert run.returncode == 0, run.stderr
-    assert job_counts(run.stdout) == {"covariates": 1, "prior": 1, "sample": 1, "posterior": 1,
-                                      "total": 4}
+    assert job_counts(run.stdout) == {"covariates": 1, "prior": 1, "sample": 1,
+                                      "posterior_exact": 1, "total": 4}
+    mcmc = snakemake(tmp_path, "-n", target.replace("/gp/", "/bnn/"))
+    assert job_counts(mcmc.stdout) == {"covariates": 1, "prior": 1, "sample": 1,
+                                       "posterior_mcmc": 1, "total": 4}
 
 
 def test_targeted_build_needs_only_its_inputs(tmp_path):

@@ -16,6 +16,10 @@ import pandas as pd
 
 N_RANK_BINS = 20
 N_MCSE_BATCHES = 20
+#: A seed is valid when its BNN instance's max split-R̂ ≤ RHAT_THRESHOLD (App. B.7); the
+#: sensitivity analysis restricts further to RHAT_STRICT.
+RHAT_THRESHOLD = 1.05
+RHAT_STRICT = 1.01
 
 #: Table 3 of the paper (paper_numbers.csv), per family.
 PAPER_TABLE3 = {
@@ -63,10 +67,92 @@ def batch_means_mcse_var(draws: np.ndarray, n_batches: int = N_MCSE_BATCHES) -> 
                         0.0)
 
 
-def instance_point_checks(draws: np.ndarray, f_true: np.ndarray) -> dict[str, np.ndarray]:
-    return {"rank_true": rank_of_truth(draws, f_true),
-            "covered90": covered_central(draws, f_true, 0.9),
-            "mcse_var": batch_means_mcse_var(draws)}
+def _split_chains(draws: np.ndarray, chains: int) -> np.ndarray:
+    """Chain-major draws (C·S, P) → (2C, ⌊S/2⌋, P): each chain cut into a first and second half
+    (a middle draw of an odd-length chain is dropped, as in Vehtari et al. 2021)."""
+    draws = np.asarray(draws, dtype=float)
+    total, points = draws.shape
+    if chains < 1 or total % chains:
+        raise ValueError(f"{total} draws cannot be {chains} equal chains")
+    per_chain = total // chains
+    half = per_chain // 2
+    if half < 1:
+        raise ValueError("split diagnostics need at least 2 draws per chain")
+    by_chain = draws.reshape(chains, per_chain, points)
+    return np.concatenate([by_chain[:, :half], by_chain[:, per_chain - half:]], axis=0)
+
+
+def split_rhat(draws: np.ndarray, chains: int) -> np.ndarray:
+    """Split-R̂ per point (Gelman et al., BDA3 §11.4) from chain-major draws (C·S, P).
+
+    With m = 2C half-chains of n draws: W = mean within-half variance, B/n = variance of the
+    half means, var⁺ = (n−1)/n·W + B/n, R̂ = √(var⁺/W). Points where every draw is equal get 1.
+    """
+    halves = _split_chains(draws, chains)
+    n = halves.shape[1]
+    if n < 2:
+        raise ValueError("split-R̂ needs at least 4 draws per chain")
+    within = halves.var(axis=1, ddof=1).mean(axis=0)
+    between_over_n = halves.mean(axis=1).var(axis=0, ddof=1)
+    var_plus = (n - 1) / n * within + between_over_n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(within > 0, np.sqrt(var_plus / within), 1.0)
+
+
+def effective_sample_size(draws: np.ndarray, chains: int) -> np.ndarray:
+    """Split-chain ESS per point (Stan's estimator; Vehtari et al. 2021 without rank-normalising).
+
+    Autocorrelations ρ_t = 1 − (W − mean autocovariance_t) / var⁺ over the half-chains, summed
+    with Geyer's initial positive and monotone sequence; ESS = m·n / τ, τ = −1 + 2 Σ P_k with
+    P_k = ρ_2k + ρ_2k+1, plus the even half of the pair that ends the sequence — the same
+    truncation as Stan and ArviZ (``arviz.ess(method="mean")`` on split chains).
+    """
+    halves = _split_chains(draws, chains)
+    m, n, points = halves.shape
+    centred = halves - halves.mean(axis=1, keepdims=True)
+    size = 1 << int(np.ceil(np.log2(2 * n)))
+    spectrum = np.fft.rfft(centred, n=size, axis=1)
+    acov = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=1)[:, :n] / n  # (m, n, P)
+    within = halves.var(axis=1, ddof=1).mean(axis=0)
+    var_plus = (n - 1) / n * within
+    if m > 1:
+        var_plus = var_plus + halves.mean(axis=1).var(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = 1.0 - (within[None, :] - acov.mean(axis=0)) / var_plus[None, :]  # (n, P)
+    rho[0] = 1.0
+    # pairs P_k = ρ_2k + ρ_2k+1 for k with 2k < n − 2 (Stan's and ArviZ's range)
+    n_pairs = max(1, (n - 1) // 2)
+    pair_sums = rho[0:2 * n_pairs:2] + rho[1:2 * n_pairs:2]  # (K, P)
+    last = n_pairs - 1
+    # j: the first pair k ≥ 1 that is not positive (Geyer's initial positive sequence ends
+    # before it), or the last pair; P_0 ≤ 0 ends it at once
+    stops = pair_sums <= 0
+    stops[0] = False
+    j = np.where(stops.any(axis=0), np.argmax(stops, axis=0), last)
+    j = np.where(pair_sums[0] <= 0, 0, j)
+    monotone = np.minimum.accumulate(pair_sums, axis=0)  # Geyer's initial monotone sequence
+    ks = np.arange(n_pairs)[:, None]
+    head = 2.0 * np.sum(np.where(ks < j[None, :], monotone, 0.0), axis=0)
+    even_j = np.take_along_axis(rho[0:2 * n_pairs:2], j[None, :], axis=0)[0]
+    ended_early = stops.any(axis=0) | (pair_sums[0] <= 0)
+    tail = np.where(ended_early, np.maximum(even_j, 0.0), even_j)  # half of the last pair
+    tau = -1.0 + head + tail
+    tau = np.maximum(tau, 1.0 / np.log10(m * n))  # Stan's floor against ESS blow-up
+    ess = m * n / tau
+    return np.where(var_plus > 0, ess, float(m * n))
+
+
+def instance_point_checks(draws: np.ndarray, f_true: np.ndarray,
+                          chains: int = 1) -> dict[str, np.ndarray]:
+    """Per evaluation point: rank of f*, 90% coverage, relative MCSE of σ²_f; with several
+    chains (chain-major draws) also split-R̂ and ESS."""
+    out = {"rank_true": rank_of_truth(draws, f_true),
+           "covered90": covered_central(draws, f_true, 0.9),
+           "mcse_var": batch_means_mcse_var(draws)}
+    if chains > 1:
+        out["rhat"] = split_rhat(draws, chains)
+        out["ess"] = effective_sample_size(draws, chains)
+    return out
 
 
 def rank_histogram(ranks: np.ndarray, n_draws: int, bins: int = N_RANK_BINS) -> np.ndarray:
@@ -147,7 +233,7 @@ def calibration_test(ranks: dict[str, np.ndarray], covered: np.ndarray, n_draws:
 
 
 def valid_seeds(candidates: list[int], max_rhat: dict[int, float] | None, n_valid: int,
-                threshold: float = 1.05) -> tuple[list[int], list[int]]:
+                threshold: float = RHAT_THRESHOLD) -> tuple[list[int], list[int]]:
     """The first ``n_valid`` seeds whose BNN instance has max R̂ ≤ threshold, and the dropped.
 
     ``max_rhat`` maps seed → the BNN instance's max point-wise R̂; None (no BNN in the grid)
@@ -167,18 +253,23 @@ def valid_seeds(candidates: list[int], max_rhat: dict[int, float] | None, n_vali
 CELL = ["dataset", "noise", "coverage"]
 
 
-def mark_valid(instances: pd.DataFrame, n_valid: int, threshold: float = 1.05) -> pd.DataFrame:
-    """Add a ``valid`` column: per cell, the first ``n_valid`` seeds whose BNN instance has
-    max R̂ ≤ ``threshold``, for every family alike (App. B.7). Cells without BNN instances
-    use their first ``n_valid`` seeds. Dropped instances stay in the frame, flagged."""
+def mark_valid(instances: pd.DataFrame, n_valid: int, threshold: float = RHAT_THRESHOLD,
+               strict: float = RHAT_STRICT) -> pd.DataFrame:
+    """Add ``valid``: per cell, the first ``n_valid`` seeds whose BNN instance has max R̂ ≤
+    ``threshold``, for every family alike (App. B.7); cells without BNN instances use their
+    first ``n_valid`` seeds. Add ``valid_strict``: valid and the seed's BNN R̂ ≤ ``strict``
+    (the sensitivity analysis). Dropped instances stay in the frame, flagged."""
     out = instances.copy()
     out["valid"] = False
+    out["valid_strict"] = False
     for _, cell in out.groupby(CELL):
         bnn = cell[cell["prior"] == "bnn"]
         max_rhat = dict(zip(bnn["seed"], bnn["max_rhat"], strict=True)) if len(bnn) else None
         keep, _ = valid_seeds(sorted(cell["seed"].unique().tolist()), max_rhat, n_valid,
                               threshold)
+        keep_strict = [s for s in keep if max_rhat is None or max_rhat[s] <= strict]
         out.loc[cell.index[cell["seed"].isin(keep)], "valid"] = True
+        out.loc[cell.index[cell["seed"].isin(keep_strict)], "valid_strict"] = True
     return out
 
 

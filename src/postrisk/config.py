@@ -8,7 +8,6 @@ names the key and the allowed values.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import product
@@ -49,7 +48,8 @@ def config_schema() -> dict:
         "type": "object",
         "additionalProperties": False,
         "required": ["scale", "datasets", "priors", "noise_modes", "coverages", "seeds", "sizes",
-                     "covariates", "local_guard", "cost_model", "gp_prior", "posterior"],
+                     "covariates", "local_guard", "cost_model", "gp_prior", "hbart_prior",
+                     "bnn_prior", "posterior"],
         "properties": {
             "scale": {"enum": ["paper", "demo", "smoke"]},
             "datasets": _names(task_datasets()),
@@ -97,9 +97,70 @@ def config_schema() -> dict:
                                "fit_restarts": {"type": "integer", "minimum": 0},
                                "scale_draws": _positive_int()},
             },
+            "hbart_prior": {
+                "type": "object", "additionalProperties": False,
+                "required": ["num_trees", "max_depth", "base", "power", "n_cutpoints",
+                             "scale_draws"],
+                "properties": {"num_trees": _positive_int(),
+                               "max_depth": {"type": "integer", "minimum": 2, "maximum": 10},
+                               "base": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                               "power": {"type": "number", "minimum": 0},
+                               "n_cutpoints": {"type": "integer", "minimum": 1, "maximum": 255},
+                               "scale_draws": _positive_int()},
+            },
+            "bnn_prior": {
+                "type": "object", "additionalProperties": False,
+                "required": ["hidden", "reference_inputs", "scale_draws"],
+                "properties": {"hidden": _positive_int(), "reference_inputs": _positive_int(),
+                               "scale_draws": _positive_int()},
+            },
             "posterior": {
-                "type": "object", "additionalProperties": False, "required": ["draws"],
-                "properties": {"draws": {"type": "integer", "minimum": 40}},
+                "type": "object", "additionalProperties": False,
+                "required": ["gp", "hbart", "bnn"],
+                "properties": {
+                    "gp": {"type": "object", "additionalProperties": False, "required": ["draws"],
+                           "properties": {"draws": {"type": "integer", "minimum": 40}}},
+                    "hbart": {
+                        "type": "object", "additionalProperties": False,
+                        "required": ["chains", "warmup", "draws_per_chain", "thin", "tempering"],
+                        "properties": {
+                            "chains": {"type": "integer", "minimum": 2},
+                            "warmup": _positive_int(),
+                            "draws_per_chain": {"type": "integer", "minimum": 2},
+                            "thin": _positive_int(),
+                            "tempering": {
+                                "type": "object", "additionalProperties": False,
+                                "required": ["t0", "stages", "share"],
+                                "properties": {
+                                    "t0": {"type": "number", "minimum": 1},
+                                    "stages": _positive_int(),
+                                    "share": {"type": "number", "minimum": 0, "maximum": 1}},
+                            },
+                        },
+                    },
+                    "bnn": {
+                        "type": "object", "additionalProperties": False,
+                        "required": ["chains", "warmup", "samples", "target_accept",
+                                     "max_tree_depth"],
+                        "properties": {
+                            "chains": {"type": "integer", "minimum": 2},
+                            "warmup": _positive_int(), "samples": {"type": "integer",
+                                                                   "minimum": 4},
+                            "target_accept": {"type": "number", "exclusiveMinimum": 0,
+                                              "exclusiveMaximum": 1},
+                            "max_tree_depth": _positive_int(),
+                        },
+                    },
+                },
+            },
+            "prior_grid": {
+                "type": "object", "additionalProperties": False,
+                "properties": {prior: {
+                    "type": "object", "additionalProperties": False,
+                    "properties": {"datasets": _names(task_datasets()),
+                                   "noise_modes": _names(NOISE_MODES),
+                                   "coverages": _names(COVERAGES)},
+                } for prior in PRIORS},
             },
             "method_settings": {
                 "type": "object", "propertyNames": {"enum": list(METHODS)},
@@ -153,8 +214,15 @@ def validate_config(config: Mapping[str, Any]) -> dict:
             f"config key 'seeds.candidates': {seeds['candidates']} is smaller than "
             f"seeds.valid_per_cell = {seeds['valid_per_cell']}"
         )
+    for prior, grid in cfg.get("prior_grid", {}).items():
+        for axis, values in grid.items():
+            outside = [v for v in values if v not in cfg[axis]]
+            if outside:
+                raise ConfigError(f"config key 'prior_grid.{prior}.{axis}': {outside} not in "
+                                  f"'{axis}' ({', '.join(cfg[axis])})")
     cfg.setdefault("ood_datasets", [])
     cfg.setdefault("methods", [])
+    cfg.setdefault("prior_grid", {})
     return cfg
 
 
@@ -199,7 +267,15 @@ def training_size(dataset: str, n_cap: int | None) -> int:
 
 
 def conditions(cfg: Mapping) -> Iterator[tuple[str, str, str, str]]:
-    yield from product(cfg["datasets"], cfg["priors"], cfg["noise_modes"], cfg["coverages"])
+    """(dataset, prior, noise, coverage) of the grid; ``prior_grid`` narrows a family's axes
+    (presets: e.g. the MCMC families on a subset of the demo's cells)."""
+    narrow = cfg.get("prior_grid", {})
+    for dataset, prior, noise, coverage in product(cfg["datasets"], cfg["priors"],
+                                                   cfg["noise_modes"], cfg["coverages"]):
+        grid = narrow.get(prior, {})
+        if all(value in grid.get(axis, [value]) for axis, value in
+               (("datasets", dataset), ("noise_modes", noise), ("coverages", coverage))):
+            yield dataset, prior, noise, coverage
 
 
 @dataclass(frozen=True)
@@ -215,9 +291,13 @@ class StagePlan:
 
 def implemented_priors(cfg: Mapping) -> list[str]:
     """The configured prior families the workflow can build today."""
-    from postrisk.priors.family import FAMILIES
+    import importlib.util
 
-    return [p for p in cfg["priors"] if p in FAMILIES]
+    from postrisk.priors.family import FAMILY_PATHS
+
+    available = {name for name, path in FAMILY_PATHS.items()
+                 if importlib.util.find_spec(path.split(":")[0]) is not None}
+    return [p for p in cfg["priors"] if p in available]
 
 
 def implemented_methods(cfg: Mapping) -> list[str]:
@@ -252,22 +332,24 @@ def plan(cfg: Mapping) -> list[StagePlan]:
     """
     costs = cfg["cost_model"]
     conds = implemented_conditions(cfg)
-    n_tasks = len(conds) * len(task_seeds(cfg))
+    n_seeds = len(task_seeds(cfg))
+    n_tasks = len(conds) * n_seeds
     n_methods = len(implemented_methods(cfg))
     priors = implemented_priors(cfg)
+    posterior = [StagePlan(f"posterior_{p}", sum(c[1] == p for c in conds) * n_seeds,
+                           costs.get(f"posterior_{p}", 1.0)) for p in priors]
     return [
         StagePlan("covariates", len(covariate_datasets(cfg)), costs.get("covariates", 1.0)),
-        StagePlan("prior", len(cfg["datasets"]) * len(priors), costs.get("prior", 1.0)),
+        StagePlan("prior", len({(c[0], c[1]) for c in conds}), costs.get("prior", 1.0)),
         StagePlan("sample", n_tasks, costs.get("sample", 0.1)),
-        StagePlan("posterior", n_tasks, costs.get("posterior_gp", 0.2)),
+        *posterior,
         StagePlan("fit", len(conds) * n_methods, costs.get("fit", 1.0)),
         StagePlan("score", len(conds), costs.get("score", 0.5)),
     ]
 
 
 def n_instances(cfg: Mapping) -> int:
-    return math.prod(len(cfg[k]) for k in ("datasets", "priors", "noise_modes", "coverages")) \
-        * cfg["seeds"]["candidates"]
+    return sum(1 for _ in conditions(cfg)) * cfg["seeds"]["candidates"]
 
 
 def plan_report(cfg: Mapping) -> str:
@@ -276,7 +358,9 @@ def plan_report(cfg: Mapping) -> str:
     lines = [
         f"grid: {len(cfg['datasets'])} datasets × {len(cfg['priors'])} priors × "
         f"{len(cfg['noise_modes'])} noise modes × {len(cfg['coverages'])} coverages × "
-        f"{cfg['seeds']['candidates']} candidate seeds = {n_instances(cfg):,} instances "
+        f"{cfg['seeds']['candidates']} candidate seeds"
+        f"{' (narrowed per prior by prior_grid)' if cfg.get('prior_grid') else ''} = "
+        f"{n_instances(cfg):,} instances "
         f"({cfg['seeds']['valid_per_cell']} valid seeds used per cell)",
     ]
     for s in stages:
@@ -293,7 +377,8 @@ def plan_report(cfg: Mapping) -> str:
     return "\n".join(lines)
 
 
-def config_digest(cfg: Mapping, keys: tuple[str, ...] = ("sizes", "gp_prior", "posterior")) -> str:
+def config_digest(cfg: Mapping, keys: tuple[str, ...] = ("sizes", "gp_prior", "hbart_prior",
+                                                          "bnn_prior", "posterior")) -> str:
     """A short digest of the config sections that determine a task store's numbers."""
     import hashlib
     import json

@@ -66,16 +66,20 @@ def _variable_length_strings(ds: xr.Dataset) -> xr.Dataset:
         {n: ds[n].astype(object) for n in fixed if n in ds.coords})
 
 
-def open_zarr(path: str | Path) -> xr.Dataset:
-    """Open a store written by :func:`write_zarr_atomic`, loaded into memory."""
+def open_zarr(path: str | Path, load: bool = True) -> xr.Dataset:
+    """Open a store written by :func:`write_zarr_atomic`, loaded into memory unless ``load`` is
+    False (then variables are read lazily, e.g. to read one diagnostic without the draws)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no store at {path}")
     with warnings.catch_warnings():
         # Snakemake's directory() outputs carry a `.snakemake_timestamp` file zarr does not know.
         warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")
-        with xr.open_zarr(path, zarr_format=3, consolidated=False) as ds:
-            return ds.load()
+        ds = xr.open_zarr(path, zarr_format=3, consolidated=False)
+    if not load:
+        return ds
+    with ds:
+        return ds.load()
 
 
 def json_attr(value: object) -> str:

@@ -45,18 +45,55 @@ def make_sample(key: TaskKey, covariates: str | Path, prior: str | Path, n: int,
     write_zarr_atomic(validate_store(ds, kind="sample"), out)
 
 
-def make_task(sample: str | Path, draws: int, out: str | Path) -> None:
-    task = build_task(open_zarr(sample), draws)
+def make_task(sample: str | Path, settings: dict, out: str | Path) -> None:
+    """The reference posterior of one instance (``settings``: config ``posterior.<prior>``)."""
+    task = build_task(open_zarr(sample), settings)
     write_zarr_atomic(validate_store(task, kind="task"), out)
 
 
+def select_seeds(bnn_tasks: Sequence[str | Path], seeds: Sequence[int], n_valid: int,
+                 out: str | Path) -> dict:
+    """A cell's valid seeds: the first ``n_valid`` whose BNN instance has max split-R̂ ≤ 1.05
+    (App. B.7), the dropped ones, every seed's max R̂, and the stricter R̂ ≤ 1.01 subset."""
+    from postrisk.checks import RHAT_STRICT, RHAT_THRESHOLD, valid_seeds
+
+    max_rhat = {}
+    for seed, path in zip(seeds, bnn_tasks, strict=True):
+        ds = open_zarr(path, load=False)
+        max_rhat[int(seed)] = float(ds["rhat"].max())
+    valid, dropped = valid_seeds(list(seeds), max_rhat, n_valid, RHAT_THRESHOLD)
+    selection = {"valid": valid, "dropped": dropped, "threshold": RHAT_THRESHOLD,
+                 "valid_strict": [s for s in valid if max_rhat[s] <= RHAT_STRICT],
+                 "strict_threshold": RHAT_STRICT, "max_rhat": max_rhat}
+    print(f"valid seeds {valid}; dropped {dropped} (max R̂ " +
+          ", ".join(f"{s}: {r:.3f}" for s, r in max_rhat.items()) + ")")
+    _atomic_text(out, json.dumps(selection, indent=2) + "\n")
+    return selection
+
+
+def usable_seeds(seeds: Sequence[int], n_valid: int,
+                 selection: Sequence[str | Path] = ()) -> list[int]:
+    """The seeds a condition's fits and scores use: its cell's valid seeds when a BNN seed file
+    decides (``selection``), else the first ``n_valid`` of ``seeds``."""
+    from postrisk.checks import valid_seeds
+
+    if selection:
+        return [int(s) for s in json.loads(Path(selection[0]).read_text())["valid"]]
+    return valid_seeds(list(seeds), None, n_valid)[0]
+
+
 def fit_condition(method: str, config: dict, samples: Sequence[str | Path], seeds: Sequence[int],
-                  out: str | Path, n_threads: int = 1) -> None:
-    """Fit ``method`` with one configuration on each seed's training sample; never raises."""
+                  out: str | Path, n_threads: int = 1, n_valid: int | None = None,
+                  selection: Sequence[str | Path] = ()) -> None:
+    """Fit ``method`` with one configuration on each usable seed's training sample (see
+    :func:`usable_seeds`); never raises."""
     from postrisk.methods.base import fit_records_to_dataset, run_fit
 
+    use = usable_seeds(seeds, n_valid or len(seeds), selection)
+    pairs = [(s, p) for s, p in zip(seeds, samples, strict=True) if int(s) in use]
+    seeds = [s for s, _ in pairs]
     records = []
-    for seed, path in zip(seeds, samples, strict=True):
+    for seed, path in pairs:
         ds = open_zarr(path)
         record = run_fit(method, config, ds["x_train"].values, ds["y_train"].values,
                          ds["x_eval"].values, random_state=int(seed), n_threads=n_threads)
@@ -68,12 +105,15 @@ def fit_condition(method: str, config: dict, samples: Sequence[str | Path], seed
 
 def score_condition_files(tasks: Sequence[str | Path], seeds: Sequence[int],
                           fits: Sequence[str | Path], methods: Sequence[str],
-                          out: str | Path) -> pd.DataFrame:
+                          out: str | Path, n_valid: int | None = None,
+                          selection: Sequence[str | Path] = ()) -> pd.DataFrame:
+    """Score every method and reference row on the condition's usable seeds."""
     from postrisk.methods.base import fit_records_from_dataset
     from postrisk.scoring import score_condition
     from postrisk.tasks.task import Task
 
-    loaded = {int(s): Task.load(p) for s, p in zip(seeds, tasks, strict=True)}
+    use = usable_seeds(seeds, n_valid or len(seeds), selection)
+    loaded = {int(s): Task.load(p) for s, p in zip(seeds, tasks, strict=True) if int(s) in use}
     fit_records, fit_seeds = {}, {}
     for method, path in zip(methods, fits, strict=True):
         ds = open_zarr(path)
@@ -85,11 +125,15 @@ def score_condition_files(tasks: Sequence[str | Path], seeds: Sequence[int],
 
 
 def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figure: str,
-                  scale: str, n_valid: int) -> pd.DataFrame:
+                  scale: str, n_valid: int, sensitivity: str | None = None,
+                  family_figures: Sequence[str] = ()) -> pd.DataFrame:
+    """Table 3, its R̂ ≤ 1.01 sensitivity version, the instance list and rank histograms
+    (``family_figures``: paths ending in ``_<prior>.png``)."""
     from postrisk.report import write_checks
 
+    figures = {Path(f).stem.rsplit("_", 1)[-1]: str(f) for f in family_figures}
     result = write_checks(tasks, table, instances, figure, scale, np.random.default_rng(0),
-                          n_valid)
+                          n_valid, sensitivity, figures)
     print(result.to_string())
     return result
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,9 +12,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import xarray as xr  # noqa: E402
 
 from postrisk import checks  # noqa: E402
+from postrisk.io import open_zarr  # noqa: E402
 
 DEMO_NOTE = "{scale} scale — not comparable to the paper"
 
@@ -24,17 +23,11 @@ def scale_note(scale: str) -> str:
     return "" if scale == "paper" else DEMO_NOTE.format(scale=scale)
 
 
-def _open_light(path: str | Path) -> xr.Dataset:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")
-        return xr.open_zarr(path, zarr_format=3, consolidated=False)
-
-
 def collect_checks(task_paths: Sequence[str | Path]):
     """Per-instance check summaries and per-family pooled point arrays, reading no draws."""
     rows, ranks, mcse, n_draws = [], {}, {}, {}
     for path in task_paths:
-        ds = _open_light(path)
+        ds = open_zarr(path, load=False)
         prior = ds.attrs["prior"]
         rank = ds["rank_true"].values
         covered = ds["covered90"].values
@@ -61,41 +54,76 @@ def collect_checks(task_paths: Sequence[str | Path]):
     return instances, points
 
 
-def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
-                 rng: np.random.Generator, n_valid: int) -> pd.DataFrame:
-    """Table 3 over the valid instances; the per-instance CSV keeps dropped ones, flagged."""
-    instances = checks.mark_valid(collect_checks(task_paths)[0], n_valid)
-    valid_paths = [p for p, ok in zip(task_paths, instances["valid"], strict=True) if ok]
-    instances_valid, points = collect_checks(valid_paths)
-    table = checks.table3(instances_valid, points, rng)
+def _table3_over(task_paths, instances: pd.DataFrame, column: str, scale: str,
+                 rng: np.random.Generator) -> tuple[pd.DataFrame, dict]:
+    """Table 3 over the instances flagged in ``column``, with the dropped counts, and the
+    pooled per-family point arrays."""
+    paths = [p for p, ok in zip(task_paths, instances[column], strict=True) if ok]
+    if not paths:
+        return pd.DataFrame({"scale": [], "prior": []}), {}
+    iv, points = collect_checks(paths)
+    table = checks.table3(iv, points, rng)
     # one data-log-likelihood rank per instance: uniform under a correct posterior (SBC)
-    iv = instances_valid
     table["loglik_rank_uniformity_p"] = [
         round(checks.rank_uniformity_pvalue(iv.loc[iv["prior"] == p, "rank_loglik"].to_numpy(),
                                             int(iv.loc[iv["prior"] == p, "draws"].iloc[0])), 4)
         if (iv["prior"] == p).sum() >= 20 else np.nan for p in table["prior"]]
-    table["instances_dropped"] = [int(((instances["prior"] == p) & ~instances["valid"]).sum())
+    table["max_rhat"] = [round(float(iv.loc[iv["prior"] == p, "max_rhat"].max()), 4)
+                         for p in table["prior"]]
+    table["instances_dropped"] = [int(((instances["prior"] == p) & ~instances[column]).sum())
                                   for p in table["prior"]]
     table.insert(0, "scale", scale)
-    for path in (table_csv, instances_csv, figure_png):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(table_csv, index=False)
-    instances.to_csv(instances_csv, index=False)
-    fig, axes = plt.subplots(1, len(points), figsize=(4.5 * len(points), 3.2), squeeze=False)
-    for ax, (prior, pts) in zip(axes[0], points.items(), strict=True):
-        shares = pts["rank_hist"]
-        ax.bar(np.arange(shares.size), shares, width=0.9, color="tab:blue")
-        ax.axhline(1 / shares.size, color="k", lw=1, ls="--")
-        n_inst = int((instances["prior"] == prior).sum())
-        ax.set_title(f"{prior.upper()}: rank of f* among draws ({n_inst} instances)", fontsize=9)
-        ax.set_xlabel("rank bin (20)")
-        ax.set_ylabel("share")
+    return table, points
+
+
+def _rank_histogram_axes(ax, prior: str, shares: np.ndarray, n_inst: int) -> None:
+    ax.bar(np.arange(shares.size), shares, width=0.9, color="tab:blue")
+    ax.axhline(1 / shares.size, color="k", lw=1, ls="--")
+    ax.set_title(f"{prior.upper()}: rank of f* among draws ({n_inst} instances)", fontsize=9)
+    ax.set_xlabel(f"rank bin ({shares.size})")
+    ax.set_ylabel("share")
+
+
+def _save(fig, path, scale: str) -> None:
     note = scale_note(scale)
     if note:
         fig.suptitle(note, fontsize=9, color="tab:red")
     fig.tight_layout()
-    fig.savefig(figure_png, dpi=120)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
+                 rng: np.random.Generator, n_valid: int, sensitivity_csv=None,
+                 family_figures: dict[str, str] | None = None) -> pd.DataFrame:
+    """Table 3 over the valid instances (R̂ ≤ 1.05 rule) and, in ``sensitivity_csv``, over those
+    whose BNN R̂ ≤ 1.01; the per-instance CSV keeps dropped ones, flagged; rank histograms
+    of all families in one figure and one figure per family."""
+    instances = checks.mark_valid(collect_checks(task_paths)[0], n_valid)
+    table, points = _table3_over(task_paths, instances, "valid", scale, rng)
+    for path in (table_csv, instances_csv):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(table_csv, index=False)
+    instances.to_csv(instances_csv, index=False)
+    if sensitivity_csv is not None:
+        strict_table = _table3_over(task_paths, instances, "valid_strict", scale, rng)[0]
+        strict_table.insert(1, "restriction", f"BNN max R̂ ≤ {checks.RHAT_STRICT}")
+        Path(sensitivity_csv).parent.mkdir(parents=True, exist_ok=True)
+        strict_table.to_csv(sensitivity_csv, index=False)
+    n_inst = {p: int(((instances["prior"] == p) & instances["valid"]).sum()) for p in points}
+    fig, axes = plt.subplots(1, len(points), figsize=(4.5 * len(points), 3.2), squeeze=False)
+    for ax, (prior, pts) in zip(axes[0], points.items(), strict=True):
+        _rank_histogram_axes(ax, prior, pts["rank_hist"], n_inst[prior])
+    _save(fig, figure_png, scale)
+    for prior, path in (family_figures or {}).items():
+        fig, ax = plt.subplots(figsize=(4.5, 3.2))
+        if prior in points:
+            _rank_histogram_axes(ax, prior, points[prior]["rank_hist"], n_inst[prior])
+        else:
+            ax.text(0.5, 0.5, f"{prior.upper()}: no valid instance", ha="center", va="center")
+            ax.set_axis_off()
+        _save(fig, path, scale)
     return table
 
 

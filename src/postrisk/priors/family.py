@@ -3,8 +3,10 @@
 A family knows (1) how to fix its per-dataset parameters once, before any task (GP: kernel
 hyper-parameters fitted to the real target, then the scale constant ``a``), (2) how to draw the
 ground truth f* jointly at given rows, and (3) how to condition on a training sample with known
-noise variances and return D posterior draws. Only the GP family exists so far; HBART and BNN
-follow (issue 4).
+noise variances and return D posterior draws at the evaluation rows followed by the training
+rows. Families: ``gp`` (exact), ``hbart`` (bartz MCMC), ``bnn`` (NumPyro NUTS); the MCMC families
+live in their own modules and are imported only when asked for (bartz needs JAX x64 off, the BNN
+posterior needs it on: one family per process).
 """
 
 from __future__ import annotations
@@ -21,16 +23,46 @@ from postrisk.covariates.registry import get_dataset
 
 @dataclass
 class PosteriorResult:
-    """Posterior draws at the requested rows, exact moments where they exist, and settings."""
+    """Posterior draws at [evaluation rows; training rows], moments, sampler settings.
 
-    draws: np.ndarray  # (D, m) float64
+    ``draws`` is chain-major: with ``chains`` = C equal-length chains of S = D / C draws each,
+    ``draws[c*S:(c+1)*S]`` is chain c in sampling order (the diagnostics — split-R̂, ESS,
+    batch-means MCSE — rely on it). An exact sampler has ``chains = 1``. ``mean`` and ``var``
+    are exact where they exist (GP), else the draws' moments. ``settings`` is JSON-able and
+    records everything needed to rerun the sampler (per-stage temperatures and scales for
+    tempered HBART, step sizes, …); ``diagnostics`` holds extra per-point arrays.
+    """
+
+    draws: np.ndarray  # (D, m) float64, m = n_eval + n_train
     mean: np.ndarray  # (m,)
     var: np.ndarray  # (m,)
     settings: dict[str, Any] = field(default_factory=dict)
-    diagnostics: dict[str, np.ndarray] = field(default_factory=dict)  # per point, e.g. rhat
+    diagnostics: dict[str, np.ndarray] = field(default_factory=dict)  # per point
+    chains: int = 1
+
+    @classmethod
+    def from_chains(cls, draws: np.ndarray, settings: dict[str, Any],
+                    diagnostics: dict[str, np.ndarray] | None = None) -> PosteriorResult:
+        """From MCMC draws shaped (chains, draws per chain, points): moments of the draws."""
+        draws = np.asarray(draws, dtype=np.float64)
+        if draws.ndim != 3:
+            raise ValueError(f"expected (chains, draws, points) draws, got shape {draws.shape}")
+        flat = draws.reshape(-1, draws.shape[-1])
+        return cls(draws=flat, mean=flat.mean(axis=0), var=flat.var(axis=0, ddof=1),
+                   settings=settings, diagnostics=diagnostics or {}, chains=draws.shape[0])
 
 
 class PriorFamily(Protocol):
+    """What a prior family provides (SPEC §4, §7).
+
+    ``fit``: per-dataset parameters fixed before any task (``settings`` = the config section
+    ``<family>_prior``; ``x`` all scaled covariate rows, ``target`` the real target, which only
+    the GP uses); returns a JSON-able dict with at least ``family`` and the scale constant ``a``.
+    ``sample``: one draw of f* jointly at the rows ``x``. ``posterior``: condition the same prior
+    on (x_train, y_train) with the noise variances known; draws at [x_eval; x_train]
+    (``settings`` = the config section ``posterior.<family>``).
+    """
+
     name: str
 
     def fit(self, dataset: str, x: np.ndarray, target: np.ndarray, eval_index: np.ndarray,
@@ -40,9 +72,8 @@ class PriorFamily(Protocol):
     def sample(self, params: dict, x: np.ndarray, rng: np.random.Generator) -> np.ndarray: ...
 
     def posterior(self, params: dict, x_train: np.ndarray, y_train: np.ndarray,
-                  noise_var_train: np.ndarray, x_test: np.ndarray, n_draws: int,
-                  rng: np.random.Generator, settings: dict,
-                  progress: Callable[[str], None]) -> PosteriorResult: ...
+                  noise_var_train: np.ndarray, x_eval: np.ndarray, rng: np.random.Generator,
+                  settings: dict, progress: Callable[[str], None]) -> PosteriorResult: ...
 
 
 class GaussianProcessFamily:
@@ -74,24 +105,32 @@ class GaussianProcessFamily:
 
         return sample_prior(Kernel.from_dict(params["kernel"]), params["a"], x, rng, size=1)[0]
 
-    def posterior(self, params, x_train, y_train, noise_var_train, x_test, n_draws, rng,
-                  settings, progress):
+    def posterior(self, params, x_train, y_train, noise_var_train, x_eval, rng, settings,
+                  progress):
         from postrisk.priors.gp import posterior_draws
         from postrisk.priors.kernels import Kernel
 
+        n_draws = settings["draws"]
         draws, mean, var = posterior_draws(Kernel.from_dict(params["kernel"]), params["a"],
-                                           x_train, y_train, noise_var_train, x_test, n_draws,
-                                           rng)
+                                           x_train, y_train, noise_var_train,
+                                           np.concatenate([x_eval, x_train]), n_draws, rng)
         return PosteriorResult(draws=draws, mean=mean, var=var,
                                settings={"conditioning": "exact", "draws": int(n_draws),
                                          "precision": "float64"})
 
 
-FAMILIES: dict[str, PriorFamily] = {"gp": GaussianProcessFamily()}
+#: family name → "module:class"; imported on first use (keeps bartz and NumPyro out of GP jobs).
+FAMILY_PATHS: dict[str, str] = {
+    "gp": "postrisk.priors.family:GaussianProcessFamily",
+    "hbart": "postrisk.priors.hbart:HeteroscedasticBartFamily",
+    "bnn": "postrisk.priors.bnn:BayesianNeuralNetworkFamily",
+}
 
 
 def get_family(name: str) -> PriorFamily:
-    if name not in FAMILIES:
-        raise KeyError(f"prior family {name!r} is not implemented yet; implemented: "
-                       f"{', '.join(FAMILIES)}")
-    return FAMILIES[name]
+    import importlib
+
+    if name not in FAMILY_PATHS:
+        raise KeyError(f"unknown prior family {name!r}; known: {', '.join(FAMILY_PATHS)}")
+    module, cls = FAMILY_PATHS[name].split(":")
+    return getattr(importlib.import_module(module), cls)()

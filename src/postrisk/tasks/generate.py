@@ -86,9 +86,12 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     )
 
 
-def build_task(sample: xr.Dataset, n_draws: int, settings: dict | None = None,
+def build_task(sample: xr.Dataset, settings: dict,
                progress: Callable[[str], None] = print) -> xr.Dataset:
-    """Condition the same prior on the sample (noise variances known): D draws at eval + train."""
+    """Condition the same prior on the sample (noise variances known): D draws at eval + train.
+
+    ``settings``: the family's sampler settings (config ``posterior.<prior>``; GP: ``draws``).
+    """
     start = time.perf_counter()
     key = TaskKey.from_attrs(sample.attrs)
     params = json.loads(sample.attrs["prior_params"])
@@ -96,12 +99,12 @@ def build_task(sample: xr.Dataset, n_draws: int, settings: dict | None = None,
     x_eval, x_train = sample["x_eval"].values, sample["x_train"].values
     n_eval = x_eval.shape[0]
     result = family.posterior(params, x_train, sample["y_train"].values,
-                              sample["noise_var_train"].values,
-                              np.concatenate([x_eval, x_train]), n_draws,
-                              key.streams()["posterior"], settings or {}, progress)
+                              sample["noise_var_train"].values, x_eval,
+                              key.streams()["posterior"], settings, progress)
+    n_draws = result.draws.shape[0]
     draws_eval = result.draws[:, :n_eval]
     mean, var = result.mean[:n_eval], result.var[:n_eval]
-    checks = instance_point_checks(draws_eval, sample["f_true_eval"].values)
+    checks = instance_point_checks(draws_eval, sample["f_true_eval"].values, result.chains)
     seconds = time.perf_counter() - start
     progress(f"[{key.path}] posterior ({key.prior}): {n_draws} draws in {seconds:.1f} s; "
              f"90% coverage {checks['covered90'].mean():.3f}; "
