@@ -50,6 +50,7 @@ rule aggregate_scores:
         instances="results/checks/instances.csv",
     output:
         table="results/tables/scores.csv",
+        sensitivity="results/tables/scores_rhat101.csv",
         figure="results/figures/scores.png",
     params:
         scale=config["scale"],

@@ -7,4 +7,4 @@ snakemake = globals()["snakemake"]
 
 with job_log(snakemake.log[0]):
     report_scores(snakemake.input.scores, snakemake.input.instances, snakemake.output.table,
-                  snakemake.output.figure, snakemake.params.scale)
+                  snakemake.output.figure, snakemake.params.scale, snakemake.output.sensitivity)

@@ -118,3 +118,18 @@ def test_targeted_build_needs_only_its_inputs(tmp_path):
 def test_lint_is_clean(tmp_path):
     run = snakemake(tmp_path, "--lint")
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_slurm_profile_sends_mcmc_posteriors_to_a_gpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLURM_ACCOUNT", "test")
+    run = snakemake(tmp_path, "--profile", str(REPO / "profiles" / "slurm"),
+                    "--sdm", "env-modules", "-n", "-p",
+                    "results/tasks/concrete/hbart/bump/ood/0.zarr",
+                    "results/tasks/concrete/gp/bump/ood/0.zarr")
+    assert run.returncode == 0, run.stderr
+    blocks = run.stdout.split("rule ")
+    mcmc = [b for b in blocks if b.startswith("posterior_mcmc")]
+    exact = [b for b in blocks if b.startswith("posterior_exact")]
+    assert len(mcmc) == 1 and len(exact) == 1
+    assert "gpu=1" in mcmc[0] and "slurm_partition=gpu" in mcmc[0]
+    assert "gpu=" not in exact[0] and "slurm_partition=cpu" in exact[0]

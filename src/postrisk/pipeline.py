@@ -139,9 +139,12 @@ def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figur
 
 
 def report_scores(scores: Sequence[str | Path], instances: str, table: str, figure: str,
-                  scale: str) -> pd.DataFrame:
+                  scale: str, sensitivity: str | None = None) -> pd.DataFrame:
+    """Mean ρ per method and target over the valid instances; ``sensitivity``: the same over
+    those whose BNN R̂ ≤ 1.01."""
     from postrisk.report import write_scores
 
-    result = write_scores(scores, instances, table, figure, scale, np.random.default_rng(0))
+    result = write_scores(scores, instances, table, figure, scale, np.random.default_rng(0),
+                          sensitivity)
     print(result.to_string())
     return result

@@ -127,19 +127,38 @@ def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
     return table
 
 
+def _read_scores(path) -> pd.DataFrame:
+    """One condition's scores; a condition whose cell has no valid seed wrote an empty file."""
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
 def write_scores(score_csvs, instances_csv, table_csv, figure_png, scale: str,
-                 rng: np.random.Generator) -> pd.DataFrame:
-    """Mean ρ per method and target over the valid instances (``valid`` in the checks CSV)."""
+                 rng: np.random.Generator, sensitivity_csv=None) -> pd.DataFrame:
+    """Mean ρ per method and target over the valid instances (``valid`` in the checks CSV);
+    ``sensitivity_csv``: the same over ``valid_strict`` (BNN R̂ ≤ 1.01)."""
     from postrisk.scoring import aggregate_scores
 
-    scores = pd.concat([pd.read_csv(p) for p in score_csvs], ignore_index=True)
+    frames = [_read_scores(p) for p in score_csvs]
+    scores = pd.concat([f for f in frames if len(f)], ignore_index=True)
     keys = ["dataset", "prior", "noise", "coverage", "seed"]
-    valid = pd.read_csv(instances_csv)[[*keys, "valid"]]
+    valid = pd.read_csv(instances_csv)[[*keys, "valid", "valid_strict"]]
     scores = scores.merge(valid, on=keys, how="left")
     if scores["valid"].isna().any():
         raise ValueError("scores for instances that the checks do not know")
-    scores = scores[scores["valid"].astype(bool)].drop(columns="valid")
-    table = aggregate_scores(scores, rng)
+    if not scores["valid"].astype(bool).all():
+        raise ValueError("scores for instances the checks marked invalid (the seed choice of "
+                         "the fit/score jobs and of the checks disagree)")
+    if sensitivity_csv is not None:
+        strict = aggregate_scores(scores[scores["valid_strict"].astype(bool)]
+                                  .drop(columns=["valid", "valid_strict"]), rng)
+        strict.insert(0, "scale", scale)
+        strict.insert(1, "restriction", f"BNN max R̂ ≤ {checks.RHAT_STRICT}")
+        Path(sensitivity_csv).parent.mkdir(parents=True, exist_ok=True)
+        strict.to_csv(sensitivity_csv, index=False)
+    table = aggregate_scores(scores.drop(columns=["valid", "valid_strict"]), rng)
     table.insert(0, "scale", scale)
     Path(table_csv).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(table_csv, index=False)

@@ -95,7 +95,8 @@ def aggregate_scores(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataF
                          "mean": mean, "ci_low": lo, "ci_high": hi, "n_applicable": n_app,
                          "n_instances": n_all})
     failed = scores[scores["status"] != "ok"].groupby("method").size()
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame(rows, columns=["method", "kind", "target", "mean", "ci_low", "ci_high",
+                                      "n_applicable", "n_instances"])
     out["failed_fits"] = out["method"].map(failed).fillna(0).astype(int)
     return out
 

@@ -106,11 +106,13 @@ def build_task(sample: xr.Dataset, settings: dict,
     mean, var = result.mean[:n_eval], result.var[:n_eval]
     checks = instance_point_checks(draws_eval, sample["f_true_eval"].values, result.chains)
     seconds = time.perf_counter() - start
-    progress(f"[{key.path}] posterior ({key.prior}): {n_draws} draws in {seconds:.1f} s; "
+    rhat = f"; max split-R̂ {checks['rhat'].max():.3f}" if "rhat" in checks else ""
+    progress(f"[{key.path}] posterior ({key.prior}): {n_draws} draws in {seconds:.1f} s{rhat}; "
              f"90% coverage {checks['covered90'].mean():.3f}; "
              f"corr(m, f*) {np.corrcoef(mean, sample['f_true_eval'].values)[0, 1]:.3f}")
     timings = {**json.loads(sample.attrs["timings"]), "posterior_s": round(seconds, 3)}
     extra = {name: (("eval",), values[:n_eval]) for name, values in result.diagnostics.items()}
+    extra.update({name: (("eval",), checks[name]) for name in ("rhat", "ess") if name in checks})
     task = sample.assign(
         posterior_draws=(("draw", "eval"), draws_eval.astype(np.float32)),
         posterior_draws_train=(("draw", "train"), result.draws[:, n_eval:].astype(np.float32)),
@@ -124,6 +126,7 @@ def build_task(sample: xr.Dataset, settings: dict,
     rank_ll = loglik_rank(result.draws[:, n_eval:], sample["f_true_train"].values,
                           sample["y_train"].values, sample["noise_var_train"].values)
     task.attrs.update({"store_kind": "task", "sampler_settings": json_attr(result.settings),
+                       "chains": int(result.chains),
                        "rank_loglik": rank_ll,
                        "timings": json_attr(timings),
                        "created": datetime.now(UTC).isoformat(timespec="seconds")})

@@ -13,7 +13,7 @@ import xarray as xr
 
 from postrisk.io import open_zarr
 
-TASK_SCHEMA_VERSION = "1"
+TASK_SCHEMA_VERSION = "2"
 
 #: name -> (dims, dtype kind) of the sample store's variables.
 SAMPLE_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -39,7 +39,7 @@ POSTERIOR_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "covered90": (("eval",), "b1"),
     "mcse_var": (("eval",), "f8"),
 }
-#: Optional per-evaluation-point sampler diagnostics (MCMC families).
+#: Per-evaluation-point MCMC diagnostics, present exactly when ``chains`` > 1.
 OPTIONAL_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "rhat": (("eval",), "f8"),
     "ess": (("eval",), "f8"),
@@ -47,7 +47,7 @@ OPTIONAL_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
 INSTANCE_ATTRS = ("dataset", "prior", "noise", "coverage", "seed")
 SAMPLE_ATTRS = (*INSTANCE_ATTRS, "schema_version", "store_kind", "a", "noise_model", "prior_params",
                 "n", "n_eval", "noise_to_signal", "config_digest", "versions", "timings")
-TASK_ATTRS = (*SAMPLE_ATTRS, "sampler_settings", "rank_loglik")
+TASK_ATTRS = (*SAMPLE_ATTRS, "sampler_settings", "rank_loglik", "chains")
 
 
 class StoreValidationError(ValueError):
@@ -86,9 +86,13 @@ def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> x
     problems += [f"missing attribute {a!r}" for a in attrs if a not in ds.attrs]
     if kind == "task":
         _check_vars(ds, POSTERIOR_VARIABLES, problems)
-        for name, (dims, _) in OPTIONAL_VARIABLES.items():
-            if name in ds.variables and ds[name].dims != dims:
-                problems.append(f"{name}: dims {ds[name].dims}, expected {dims}")
+        chains = int(ds.attrs.get("chains", 1))
+        if chains > 1:
+            _check_vars(ds, OPTIONAL_VARIABLES, problems)
+        problems += [f"{name} present but chains = {chains}" for name in OPTIONAL_VARIABLES
+                     if chains == 1 and name in ds.variables]
+        if "draw" in ds.sizes and ds.sizes["draw"] % chains:
+            problems.append(f"{ds.sizes['draw']} draws are not {chains} equal chains")
     if not problems:
         for name in ("y_train", "f_true_train", "f_true_eval", "noise_var_train",
                      "noise_var_eval", "x_train", "x_eval"):
