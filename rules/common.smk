@@ -60,6 +60,13 @@ def posterior_settings(wildcards):
     return config["posterior"][wildcards.prior]
 
 
+def batch_paths(kind, dataset, prior):
+    """Sample or task stores of every instance of (dataset, prior): a posterior batch."""
+    cells = sorted({(n, c) for _, p, n, c in CONDITIONS if p == prior})
+    return [f"results/{kind}/{dataset}/{prior}/{n}/{c}/{s}.zarr"
+            for n, c in cells for s in TASK_SEEDS]
+
+
 def training_size_of(wildcards):
     return pr_config.training_size(wildcards.dataset, config["sizes"].get("n_cap"))
 

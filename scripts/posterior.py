@@ -1,4 +1,5 @@
-"""Snakemake entry point of rules `posterior_exact` and `posterior_mcmc`."""
+"""Snakemake entry point of rules `posterior_exact`, `posterior_mcmc` and `posterior_batch_*`
+(one or several instances; each output store from the sample store at the same position)."""
 
 from postrisk.jax_env import share_accelerator_memory, use_host_devices
 
@@ -7,8 +8,8 @@ snakemake = globals()["snakemake"]
 use_host_devices(snakemake.threads)
 share_accelerator_memory()
 
-from postrisk.pipeline import make_task  # noqa: E402
+from postrisk.pipeline import make_tasks  # noqa: E402
 from postrisk.workflow import job_log  # noqa: E402
 
 with job_log(snakemake.log[0]):
-    make_task(snakemake.input[0], snakemake.params.settings, snakemake.output[0])
+    make_tasks(snakemake.input, snakemake.params.settings, snakemake.output)

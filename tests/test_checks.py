@@ -93,6 +93,24 @@ def test_mark_valid_drops_seeds_with_high_bnn_rhat_for_every_family():
     assert out.groupby("seed")["valid"].nunique().eq(1).all()  # families share their seeds
     no_bnn = checks.mark_valid(pd.DataFrame(rows).query("prior == 'gp'"), n_valid=3)
     assert sorted(no_bnn.loc[no_bnn["valid"], "seed"]) == [0, 1, 2]
+    # sensitivity: the valid seeds whose BNN R̂ ≤ 1.01 (seed 2 sits exactly on it)
+    out3 = checks.mark_valid(pd.DataFrame(rows), n_valid=3)
+    assert sorted(out3.loc[out3["valid"], "seed"].unique()) == [0, 2, 3]
+    assert sorted(out3.loc[out3["valid_strict"], "seed"].unique()) == [0, 2, 3]
+    tight = checks.mark_valid(pd.DataFrame(rows), n_valid=3, strict=1.005)
+    assert sorted(tight.loc[tight["valid_strict"], "seed"].unique()) == [0, 3]
+    assert not (tight["valid_strict"] & ~tight["valid"]).any()
+
+
+def test_usable_seeds_follow_the_cell_file_or_the_first_seeds(tmp_path):
+    import json
+
+    from postrisk.pipeline import usable_seeds
+
+    assert usable_seeds([0, 1, 2, 3], 2) == [0, 1]
+    cell = tmp_path / "cell.json"
+    cell.write_text(json.dumps({"valid": [0, 3], "dropped": [1, 2]}))
+    assert usable_seeds([0, 1, 2, 3], 2, [str(cell)]) == [0, 3]
 
 
 def test_split_rhat_on_a_hand_case():

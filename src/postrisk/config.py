@@ -81,6 +81,7 @@ def config_schema() -> dict:
                 },
             },
             "confirm_full_run": {"type": "boolean"},
+            "posterior_batch": {"type": "boolean"},
             "local_guard": {
                 "type": "object", "additionalProperties": False,
                 "required": ["max_instances"],
@@ -149,6 +150,7 @@ def config_schema() -> dict:
                             "target_accept": {"type": "number", "exclusiveMinimum": 0,
                                               "exclusiveMaximum": 1},
                             "max_tree_depth": _positive_int(),
+                            "chain_method": {"enum": ["parallel", "vectorized"]},
                         },
                     },
                 },
@@ -223,6 +225,7 @@ def validate_config(config: Mapping[str, Any]) -> dict:
     cfg.setdefault("ood_datasets", [])
     cfg.setdefault("methods", [])
     cfg.setdefault("prior_grid", {})
+    cfg.setdefault("posterior_batch", False)
     return cfg
 
 

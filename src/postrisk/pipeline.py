@@ -51,6 +51,18 @@ def make_task(sample: str | Path, settings: dict, out: str | Path) -> None:
     write_zarr_atomic(validate_store(task, kind="task"), out)
 
 
+def make_tasks(samples: Sequence[str | Path], settings: dict,
+               outs: Sequence[str | Path]) -> None:
+    """Reference posteriors of several instances in one process (the sampler is compiled once);
+    each store is written as soon as it is done."""
+    if len(samples) != len(outs):
+        raise ValueError(f"{len(samples)} sample stores for {len(outs)} task stores")
+    for i, (sample, out) in enumerate(zip(samples, outs, strict=True), 1):
+        if len(outs) > 1:
+            print(f"instance {i}/{len(outs)}: {sample}")
+        make_task(sample, settings, out)
+
+
 def select_seeds(bnn_tasks: Sequence[str | Path], seeds: Sequence[int], n_valid: int,
                  out: str | Path) -> dict:
     """A cell's valid seeds: the first ``n_valid`` whose BNN instance has max split-R̂ ≤ 1.05

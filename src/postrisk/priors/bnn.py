@@ -1,0 +1,398 @@
+"""Bayesian neural network prior family (SPEC §4, §7): prior draws and NUTS conditioning.
+
+Inputs ``x`` are ``(n, d)`` float64 arrays of min–max scaled covariates. With H hidden units,
+weights ``v_h``, ``w_h`` (a d-vector), ``c_h`` and an offset ``b``, all standard normal::
+
+    u(x) = (1/√H) Σ_h v_h tanh(w_hᵀ(2x − 1)/√d + c_h)
+    f(x) = b + a·(u(x) − mean_r u(x_r))
+
+The R reference inputs ``x_r`` are rows of the evaluation pool chosen once per dataset (fixed
+seed) and stored with the scale constant ``a`` = 1 / (median over unit-scale prior draws of the
+draw's SD over the evaluation pool) — the same rule as the GP's. Centering on the reference
+inputs makes ``b`` the function's mean over them, so ``b`` and the hidden layer do not compete
+for the level.
+
+:func:`bnn_function` (numpy, float64, batched over leading weight dimensions) is the one
+definition of f used for the ground truth, for the scale constant and for the posterior draws;
+:func:`potential_energy` (``jax.numpy``) is the negative log joint density the sampler sees,
+written with the same formula (the tests check the two agree).
+
+The posterior is NumPyro's NUTS (its functional ``numpyro.infer.hmc.hmc`` kernel, default
+adaptation: dual-averaging step size and diagonal mass matrix over numpyro's windowed schedule)
+on the unconstrained (v, w, c, b) with ``y_i ~ N(f(x_i), noise_var_train[i])``, noise known.
+Everything runs in float64 inside ``with jax.enable_x64(True):`` (never the global switch: bartz
+needs x64 off). Each chain starts from its own prior draw. The chains are spread over the host
+devices with ``jax.pmap``: ``chain_method = "parallel"`` runs one chain per device, in rounds
+when there are more chains than devices (4 chains on 2 devices: two rounds of two);
+``"vectorized"`` runs all of a device's chains at once with ``jax.vmap`` (each NUTS iteration
+then costs the longest trajectory among them; measured ~2× slower on 2 CPU devices, so
+``parallel`` is the default). Warm-up and sampling are one compiled loop per chain, compiled
+ahead of time and cached per (shapes, settings) in the process — and across processes by JAX's
+persistent compilation cache where the workflow sets one — so a second posterior with the same
+shapes compiles nothing: the data are arguments of the compiled code, not constants (NumPyro's
+``MCMC(jit_model_args=True)`` gives no such reuse with parallel chains).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from postrisk.priors.family import PosteriorResult
+
+CHAIN_METHODS = ("parallel", "vectorized")
+#: Posterior draws of f are computed in blocks of this many weight samples (memory bound).
+_DRAW_BLOCK = 64
+
+
+@dataclass(frozen=True)
+class BnnWeights:
+    """Network weights, with any number of leading sample dimensions ``...``.
+
+    ``v``: (..., H); ``w``: (..., H, d); ``c``: (..., H); ``b``: (...).
+    """
+
+    v: np.ndarray
+    w: np.ndarray
+    c: np.ndarray
+    b: np.ndarray
+
+    @property
+    def hidden(self) -> int:
+        return int(self.v.shape[-1])
+
+
+def draw_weights(rng: np.random.Generator, hidden: int, d: int) -> BnnWeights:
+    """One prior draw of the weights: v, w, c, b standard normal, drawn in that order."""
+    v = rng.standard_normal(hidden)
+    w = rng.standard_normal((hidden, d))
+    c = rng.standard_normal(hidden)
+    b = rng.standard_normal()
+    return BnnWeights(v=v, w=w, c=c, b=np.float64(b))
+
+
+def unit_network(x: np.ndarray, weights: BnnWeights) -> np.ndarray:
+    """u(x) = (1/√H) Σ_h v_h tanh(w_hᵀ(2x − 1)/√d + c_h), shaped (..., n), float64."""
+    x = np.asarray(x, dtype=np.float64)
+    d = x.shape[-1]
+    xs = (2.0 * x - 1.0) / math.sqrt(d)
+    w = np.asarray(weights.w, dtype=np.float64)
+    pre = np.matmul(xs, np.swapaxes(w, -1, -2)) + np.asarray(weights.c)[..., None, :]
+    hidden_out = np.tanh(pre)  # (..., n, H)
+    return np.matmul(hidden_out, np.asarray(weights.v)[..., :, None])[..., 0] / math.sqrt(
+        weights.hidden)
+
+
+def bnn_function(x: np.ndarray, weights: BnnWeights, a: float,
+                 x_ref: np.ndarray) -> np.ndarray:
+    """f(x) = b + a·(u(x) − mean_r u(x_r)), shaped (..., n), float64."""
+    u = unit_network(x, weights)
+    u_ref = unit_network(x_ref, weights).mean(axis=-1)
+    return np.asarray(weights.b)[..., None] + float(a) * (u - u_ref[..., None])
+
+
+def scale_constant(x_pool: np.ndarray, x_ref: np.ndarray, hidden: int,
+                   rng: np.random.Generator, n_draws: int = 100) -> float:
+    """``n_draws`` unit-scale (a = 1) prior draws of f over the evaluation pool; the SD of each
+    over the pool (``np.std``, ddof 0, as the GP's); ``a = 1 / median SD``."""
+    x_pool = np.asarray(x_pool, dtype=np.float64)
+    sd = np.empty(n_draws)
+    for i in range(n_draws):
+        sd[i] = np.std(bnn_function(x_pool, draw_weights(rng, hidden, x_pool.shape[1]), 1.0,
+                                    x_ref))
+    med = float(np.median(sd))
+    if not med > 0:
+        raise ValueError("prior draws have zero spread over the evaluation points")
+    return 1.0 / med
+
+
+def _check_x(x: Any, d: int | None, name: str) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or (d is not None and x.shape[1] != d):
+        raise ValueError(f"{name} must be (n, {d if d is not None else 'd'}), got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} contains non-finite values")
+    return x
+
+
+# --- the sampler's target (jax.numpy; only ever traced under enable_x64) ----------------------
+
+def potential_energy(z: dict[str, Any], xs_train: Any, y: Any, inv_sd: Any, xs_ref: Any,
+                     a: Any) -> Any:
+    """−log p(v, w, c, b | data) up to a constant; ``xs = (2x − 1)/√d`` precomputed.
+
+    ``z``: {"v": (H,), "w": (H, d), "c": (H,), "b": ()}; ``inv_sd`` = 1/√noise_var_train.
+    """
+    import jax.numpy as jnp
+
+    scale = 1.0 / math.sqrt(z["v"].shape[0])
+
+    def unit(xs):
+        return jnp.tanh(xs @ z["w"].T + z["c"]) @ z["v"] * scale
+
+    f = z["b"] + a * (unit(xs_train) - jnp.mean(unit(xs_ref)))
+    prior = 0.5 * (jnp.sum(z["v"] ** 2) + jnp.sum(z["w"] ** 2) + jnp.sum(z["c"] ** 2)
+                   + z["b"] ** 2)
+    return prior + 0.5 * jnp.sum(((y - f) * inv_sd) ** 2)
+
+
+def _potential_gen(xs_train: Any, y: Any, inv_sd: Any, xs_ref: Any,
+                   a: Any) -> Callable[[dict[str, Any]], Any]:
+    """NumPyro's ``potential_fn_gen``: the data are arguments of the compiled code."""
+    return functools.partial(potential_energy, xs_train=xs_train, y=y, inv_sd=inv_sd,
+                             xs_ref=xs_ref, a=a)
+
+
+@functools.lru_cache(maxsize=16)
+def _chain_function(hidden: int, d: int, warmup: int, samples: int, target_accept: float,
+                    max_tree_depth: int, per_device: int) -> Any:
+    """``run(keys, data)`` → (weight draws of every iteration, per-iteration statistics, final
+    step size), pmapped over devices, and vmapped over a device's chains when there are
+    ``per_device`` > 1 of them (otherwise no vmap: it would batch NUTS's while loops for nothing).
+
+    One ``lax.scan`` over warm-up and sampling together, so the NUTS step is compiled once (it
+    dominates compilation, ~10–20 s on CPU); adaptation stops by itself after ``warmup``
+    iterations (NumPyro's ``sample_kernel``). Per chain: initial weights from the prior, then
+    NumPyro's default NUTS warm-up (step size 1 to start, diagonal mass matrix).
+    """
+    import jax
+    from jax import lax, random
+    from numpyro.infer.hmc import hmc
+
+    init_kernel, sample_kernel = hmc(potential_fn_gen=_potential_gen, algo="NUTS")
+
+    def run_one(key, data):
+        k_init, k_run = random.split(key)
+        kv, kw, kc, kb = random.split(k_init, 4)
+        z0 = {"v": random.normal(kv, (hidden,)), "w": random.normal(kw, (hidden, d)),
+              "c": random.normal(kc, (hidden,)), "b": random.normal(kb, ())}
+        state = init_kernel(z0, warmup, target_accept_prob=target_accept,
+                            max_tree_depth=max_tree_depth, trajectory_length=None,
+                            model_args=data, rng_key=k_run)
+
+        def body(state, _):
+            new = sample_kernel(state, model_args=data)
+            return new, (new.z, new.diverging, new.accept_prob, new.num_steps)
+
+        state, (z, *stats) = lax.scan(body, state, None, length=warmup + samples)
+        return z, tuple(stats), state.adapt_state.step_size
+
+    if per_device > 1:
+        run_one = jax.vmap(run_one, in_axes=(0, None))
+    return jax.pmap(run_one, in_axes=(0, None))
+
+
+#: Compiled executables by (chain function settings, argument shapes): reused across calls.
+_EXECUTABLES: dict[tuple, Any] = {}
+
+
+def _executable(settings: tuple, keys: Any, data: tuple) -> tuple[Any, float]:
+    """(compiled ``run``, seconds spent compiling here: 0 when reused)."""
+    key = settings + tuple(tuple(a.shape) for a in (keys, *data))
+    if key in _EXECUTABLES:
+        return _EXECUTABLES[key], 0.0
+    t0 = time.perf_counter()
+    compiled = _chain_function(*settings).lower(keys, data).compile()
+    _EXECUTABLES[key] = compiled
+    return compiled, time.perf_counter() - t0
+
+
+def chain_layout(chains: int, devices: int, method: str) -> tuple[int, int, int]:
+    """(rounds, devices used, chains per device) with rounds × devices × per device = chains.
+
+    ``parallel``: one chain per device, as many devices as divide ``chains`` evenly, in rounds;
+    ``vectorized``: all chains in one round, spread evenly over those devices.
+    """
+    if method not in CHAIN_METHODS:
+        raise ValueError(f"chain_method must be one of {CHAIN_METHODS}, got {method!r}")
+    used = max(k for k in range(1, min(chains, devices) + 1) if chains % k == 0)
+    if method == "parallel":
+        return chains // used, used, 1
+    return 1, used, chains // used
+
+
+def _tree_depth(num_steps: np.ndarray) -> np.ndarray:
+    """Depth of a NUTS tree from its number of leapfrog steps: ⌈log2(steps + 1)⌉."""
+    return np.ceil(np.log2(np.asarray(num_steps, dtype=np.float64) + 1.0))
+
+
+def run_nuts(x_train: np.ndarray, y_train: np.ndarray, noise_var_train: np.ndarray,
+             x_ref: np.ndarray, a: float, hidden: int, seed: int, *, chains: int, warmup: int,
+             samples: int, target_accept: float, max_tree_depth: int,
+             chain_method: str = "parallel",
+             progress: Callable[[str], None] = lambda _: None) -> tuple[BnnWeights, dict]:
+    """NUTS on (v, w, c, b): weight samples shaped (chains, samples, ...) and a summary.
+
+    Chain-major; ``seed`` (an integer) fixes everything (the initial prior draws included).
+    """
+    import jax
+    from jax import random
+
+    x_train = _check_x(x_train, None, "x_train")
+    d = x_train.shape[1]
+    x_ref = _check_x(x_ref, d, "x_ref")
+    y = np.asarray(y_train, dtype=np.float64).reshape(-1)
+    nv = np.asarray(noise_var_train, dtype=np.float64).reshape(-1)
+    if y.shape[0] != x_train.shape[0] or nv.shape[0] != x_train.shape[0]:
+        raise ValueError(f"x_train has {x_train.shape[0]} rows, y_train {y.shape[0]}, "
+                         f"noise_var_train {nv.shape[0]}")
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(nv)) and np.all(nv > 0)):
+        raise ValueError("y_train must be finite and noise_var_train finite and > 0")
+    rounds, n_dev, per_dev = chain_layout(chains, jax.local_device_count(), chain_method)
+
+    with jax.enable_x64(True):
+        data = tuple(jax.numpy.asarray(arr, dtype=jax.numpy.float64) for arr in (
+            (2.0 * x_train - 1.0) / math.sqrt(d), y, 1.0 / np.sqrt(nv),
+            (2.0 * x_ref - 1.0) / math.sqrt(d), np.float64(a)))
+        keys = random.split(random.PRNGKey(seed), chains).reshape(
+            (rounds, n_dev) + ((per_dev,) if per_dev > 1 else ()) + (-1,))
+        run, t_compile = _executable((int(hidden), d, int(warmup), int(samples),
+                                      float(target_accept), int(max_tree_depth), per_dev),
+                                     keys[0], data)
+        progress(f"[bnn] NUTS loop compiled in {t_compile:.1f} s" if t_compile > 0 else
+                 "[bnn] NUTS loop: compiled code reused")
+        t_run = 0.0
+        out: list = []
+        for r in range(rounds):
+            t0 = time.perf_counter()
+            result = jax.block_until_ready(run(keys[r], data))
+            t_run += time.perf_counter() - t0
+            out.append(jax.tree.map(np.asarray, result))
+            if r == 0 and rounds > 1:
+                progress(f"[bnn] round 1/{rounds} ({n_dev} device(s) × {per_dev} chain(s)) "
+                         f"in {time.perf_counter() - t0:.1f} s")
+
+    def chain_major(arrays):  # per round (n_dev[, per_dev], ...) → (chains, ...)
+        lead = 2 if per_dev > 1 else 1
+        return np.concatenate([a.reshape((n_dev * per_dev,) + a.shape[lead:]) for a in arrays])
+
+    z = {k: chain_major([o[0][k] for o in out])[:, warmup:] for k in ("v", "w", "c", "b")}
+    div, acc, steps = (chain_major([o[1][i] for o in out]) for i in range(3))
+    step_size = chain_major([o[2] for o in out])
+    # Warm-up and sampling run in one compiled loop: their wall-clock shares are estimated from
+    # the leapfrog steps each took (a step's cost is the same throughout).
+    warm_share = float(steps[:, :warmup].sum() / max(steps.sum(), 1))
+    warm_div, warm_acc, warm_steps = div[:, :warmup], acc[:, :warmup], steps[:, :warmup]
+    div, acc, steps = div[:, warmup:], acc[:, warmup:], steps[:, warmup:]
+    weights = BnnWeights(v=z["v"], w=z["w"], c=z["c"], b=z["b"])
+    summary = {
+        "chain_method": chain_method, "devices": n_dev, "chains_per_device": per_dev,
+        "rounds": rounds, "seconds_compile": t_compile, "seconds_mcmc": t_run,
+        "seconds_warmup": warm_share * t_run, "seconds_sampling": (1 - warm_share) * t_run,
+        "timing_note": "warm-up/sampling split of seconds_mcmc estimated from leapfrog steps",
+        "per_chain": {
+            "divergences": div.sum(axis=1).astype(int).tolist(),
+            "divergences_warmup": warm_div.sum(axis=1).astype(int).tolist(),
+            "mean_accept_prob": acc.mean(axis=1).tolist(),
+            "mean_num_steps": steps.mean(axis=1).tolist(),
+            "mean_tree_depth": _tree_depth(steps).mean(axis=1).tolist(),
+            "max_tree_depth_hits": (steps >= 2 ** int(max_tree_depth) - 1).sum(axis=1)
+            .astype(int).tolist(),
+            "warmup_mean_num_steps": warm_steps.mean(axis=1).tolist(),
+            "warmup_mean_accept_prob": warm_acc.mean(axis=1).tolist(),
+            "step_size": step_size.astype(float).tolist(),
+        },
+    }
+    return weights, summary
+
+
+def function_draws(weights: BnnWeights, a: float, x_ref: np.ndarray,
+                   x: np.ndarray) -> np.ndarray:
+    """f at the rows ``x`` for every weight sample: shaped (weight sample dims..., n), float64,
+    computed in blocks of samples (the hidden layer is samples × n × H)."""
+    lead = weights.b.shape
+    flat = BnnWeights(v=weights.v.reshape(-1, weights.hidden),
+                      w=weights.w.reshape((-1,) + weights.w.shape[-2:]),
+                      c=weights.c.reshape(-1, weights.hidden), b=weights.b.reshape(-1))
+    total = flat.b.shape[0]
+    out = np.empty((total, x.shape[0]))
+    for s in range(0, total, _DRAW_BLOCK):
+        sl = slice(s, s + _DRAW_BLOCK)
+        out[sl] = bnn_function(x, BnnWeights(flat.v[sl], flat.w[sl], flat.c[sl], flat.b[sl]),
+                               a, x_ref)
+    return out.reshape(lead + (x.shape[0],))
+
+
+class BayesianNeuralNetworkFamily:
+    """f = b + a·(u − mean over reference inputs of u), u a tanh network with H hidden units
+    and standard normal weights; conditioned by NumPyro NUTS (float64)."""
+
+    name = "bnn"
+
+    def fit(self, dataset: str, x: np.ndarray, target: np.ndarray, eval_index: np.ndarray,
+            settings: dict, rng: np.random.Generator,
+            progress: Callable[[str], None]) -> dict:
+        """Reference inputs (``settings["reference_inputs"]`` rows of the evaluation pool,
+        without replacement) and the scale constant; ``target`` is not used."""
+        start = time.perf_counter()
+        x = _check_x(x, None, "x")
+        pool = np.asarray(eval_index, dtype=np.int64).reshape(-1)
+        n_ref, hidden = int(settings["reference_inputs"]), int(settings["hidden"])
+        if n_ref > pool.size:
+            raise ValueError(f"{n_ref} reference inputs from an evaluation pool of {pool.size}")
+        ref_index = pool[rng.choice(pool.size, size=n_ref, replace=False)]
+        x_ref = x[ref_index]
+        a = scale_constant(x[pool], x_ref, hidden, rng, n_draws=int(settings["scale_draws"]))
+        progress(f"[{dataset}/bnn] H = {hidden}, {n_ref} reference inputs; "
+                 f"scale constant a = {a:.4g}")
+        return {"family": "bnn", "a": float(a), "hidden": hidden,
+                "reference_index": ref_index.tolist(), "reference_inputs": x_ref.tolist(),
+                "scale_draws": int(settings["scale_draws"]),
+                "seconds": time.perf_counter() - start}
+
+    def sample(self, params: dict, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One draw of f* at the rows ``x`` (weights drawn by :func:`draw_weights`)."""
+        x = _check_x(x, None, "x")
+        x_ref = np.asarray(params["reference_inputs"], dtype=np.float64)
+        weights = draw_weights(rng, int(params["hidden"]), x.shape[1])
+        return bnn_function(x, weights, params["a"], x_ref)
+
+    def posterior(self, params: dict, x_train: np.ndarray, y_train: np.ndarray,
+                  noise_var_train: np.ndarray, x_eval: np.ndarray, rng: np.random.Generator,
+                  settings: dict, progress: Callable[[str], None]) -> PosteriorResult:
+        """NUTS draws of f at [x_eval; x_train], chain-major (``settings`` = ``posterior.bnn``:
+        chains, warmup, samples, target_accept, max_tree_depth; optional chain_method)."""
+        import jax
+        import numpyro
+
+        start = time.perf_counter()
+        x_train = _check_x(x_train, None, "x_train")
+        x_eval = _check_x(x_eval, x_train.shape[1], "x_eval")
+        x_ref = np.asarray(params["reference_inputs"], dtype=np.float64)
+        a, hidden = float(params["a"]), int(params["hidden"])
+        chains, warmup, samples = (int(settings[k]) for k in ("chains", "warmup", "samples"))
+        target_accept = float(settings["target_accept"])
+        max_tree_depth = int(settings["max_tree_depth"])
+        method = settings.get("chain_method", "parallel")
+        seed = int(rng.integers(2 ** 32))
+        progress(f"[bnn] NUTS: {chains} chains × ({warmup} warm-up + {samples} draws), "
+                 f"n = {x_train.shape[0]}, n_eval = {x_eval.shape[0]}, d = {x_train.shape[1]}, "
+                 f"H = {hidden}, {jax.local_device_count()} device(s), {method}")
+        weights, summary = run_nuts(x_train, y_train, noise_var_train, x_ref, a, hidden, seed,
+                                    chains=chains, warmup=warmup, samples=samples,
+                                    target_accept=target_accept, max_tree_depth=max_tree_depth,
+                                    chain_method=method, progress=progress)
+        t0 = time.perf_counter()
+        draws = function_draws(weights, a, x_ref, np.concatenate([x_eval, x_train]))
+        seconds_draws = time.perf_counter() - t0
+        per_chain = summary["per_chain"]
+        progress(f"[bnn] done in {time.perf_counter() - start:.1f} s (warm-up "
+                 f"{summary['seconds_warmup']:.1f} s, sampling {summary['seconds_sampling']:.1f}"
+                 f" s, f draws {seconds_draws:.1f} s); divergences {per_chain['divergences']}, "
+                 f"step sizes {[round(s, 4) for s in per_chain['step_size']]}, mean steps "
+                 f"{[round(s, 1) for s in per_chain['mean_num_steps']]}")
+        out_settings: dict[str, Any] = {
+            "sampler": "numpyro NUTS", "numpyro_version": numpyro.__version__,
+            "precision": "float64", "chains": chains, "warmup": warmup, "samples": samples,
+            "target_accept": target_accept, "max_tree_depth": max_tree_depth,
+            "init": "prior draw per chain", "seed": seed, "hidden": hidden,
+            **summary, "seconds_draws": seconds_draws,
+            "seconds": time.perf_counter() - start,
+        }
+        return PosteriorResult.from_chains(draws, settings=out_settings, diagnostics={})

@@ -1,0 +1,107 @@
+"""Simulation-based calibration of the HBART posterior (slow tier).
+
+Instances: f* from :meth:`HeteroscedasticBartFamily.sample` (the real prior code and the
+paper's prior: 200 trees), d = 2, 24 training rows with known heteroscedastic noise (SD
+0.2–0.5 at a = 1: the data are informative), 4 evaluation rows; posterior from the real
+:meth:`HeteroscedasticBartFamily.posterior` with reduced chains and iterations (16 chains × 8
+draws = 128; same shapes for every instance: compiled once). Test quantities per instance: the
+rank of f*(x) at one random evaluation point, the rank of f*'s data log-likelihood, 90%
+coverage (``postrisk.checks.calibration_test``, α = 1e-3). Negative controls that must fail:
+conditioning with the noise variance doubled (as for the GP; on the first 100 instances),
+draws of another evaluation point, prior draws used as the posterior.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("bartz")
+
+from postrisk.checks import calibration_test, covered_central, loglik_rank  # noqa: E402
+from postrisk.priors.hbart import HeteroscedasticBartFamily  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+N_INSTANCES = 200
+N_CONTROL = 100  # the noise control needs its own bartz runs; it fails with far fewer
+D, N_TRAIN, N_EVAL = 2, 24, 4
+PARAMS = {"a": 1.0, "num_trees": 200, "max_depth": 6, "base": 0.95, "power": 2.0,
+          "n_cutpoints": 255}
+SETTINGS = {"chains": 16, "warmup": 120, "draws_per_chain": 8, "thin": 5,
+            "tempering": {"t0": 3.0, "stages": 4, "share": 0.75}}
+N_DRAWS = SETTINGS["chains"] * SETTINGS["draws_per_chain"]
+
+
+def _instance(seed: int) -> dict:
+    fam = HeteroscedasticBartFamily()
+    rng = np.random.default_rng([seed, 2024])
+    x = rng.uniform(size=(N_EVAL + N_TRAIN, D))
+    f = fam.sample(PARAMS, x, rng)
+    sd = 0.2 + 0.3 * x[N_EVAL:, 0]  # known heteroscedastic noise
+    y = f[N_EVAL:] + sd * rng.standard_normal(N_TRAIN)
+    return {"x": x, "f": f, "nv": sd**2, "y": y, "point": int(rng.integers(N_EVAL)),
+            "other": int(rng.integers(1, N_EVAL)), "rng": rng}
+
+
+def _checks(draws: np.ndarray, inst: dict, point: int) -> tuple[int, int, bool]:
+    f, j = inst["f"], inst["point"]
+    rank = int(np.sum(draws[:, point] < f[j]))
+    ll = loglik_rank(draws[:, N_EVAL:], f[N_EVAL:], inst["y"], inst["nv"])
+    cov = bool(covered_central(draws[:, [point]], f[[j]])[0])
+    return rank, ll, cov
+
+
+def _sbc(noise_var_factor: float = 1.0, prior: bool = False,
+         n_instances: int = N_INSTANCES) -> dict:
+    """Calibration tests over the instances: ``"main"`` (the random evaluation point) and
+    ``"other_point"`` (f* at that point ranked among the draws of another one)."""
+    fam = HeteroscedasticBartFamily()
+    out: dict[str, list] = {key: [] for key in ("main", "other_point")}
+    for seed in range(n_instances):
+        inst = _instance(seed)
+        x, rng = inst["x"], inst["rng"]
+        if prior:
+            draws = np.stack([fam.sample(PARAMS, x, rng) for _ in range(N_DRAWS)])
+        else:
+            draws = fam.posterior(PARAMS, x[N_EVAL:], inst["y"], inst["nv"] * noise_var_factor,
+                                  x[:N_EVAL], rng, SETTINGS, lambda _: None).draws
+        out["main"].append(_checks(draws, inst, inst["point"]))
+        out["other_point"].append(
+            _checks(draws, inst, (inst["point"] + inst["other"]) % N_EVAL))
+    results = {}
+    for key, rows in out.items():
+        ranks, lls, covs = (np.array(v) for v in zip(*rows, strict=True))
+        results[key] = calibration_test({"f_at_x": ranks, "loglik": lls}, covs, N_DRAWS,
+                                        alpha=1e-3)
+    return results
+
+
+@pytest.fixture(scope="module")
+def calibrated():
+    return _sbc()
+
+
+def test_posterior_is_calibrated(calibrated):
+    result = calibrated["main"]
+    print(result)
+    assert result.n == N_INSTANCES
+    assert result.passed, result
+
+
+def test_control_noise_doubled_fails():
+    result = _sbc(noise_var_factor=2.0, n_instances=N_CONTROL)["main"]
+    print(result)
+    assert not result.passed, result
+
+
+def test_control_other_point_fails(calibrated):
+    result = calibrated["other_point"]
+    print(result)
+    assert not result.passed, result
+
+
+def test_control_prior_as_posterior_fails():
+    result = _sbc(prior=True)["main"]
+    print(result)
+    assert not result.passed, result
