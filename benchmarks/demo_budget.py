@@ -4,7 +4,9 @@ Run after `make demo`:  .venv/bin/python benchmarks/demo_budget.py [--results re
 Each rule writes `results/benchmarks/<stage>/<job>.tsv` (its `benchmark:` file). A stage's time
 is the sum of its jobs' wall-clock seconds (an upper bound on its share of a 2-core run); it is
 compared with `budget_s` in presets/demo.yaml, and the ratio used/budget is printed per stage.
-Exit status 1 when any stage, or the 15-minute total, is over budget.
+The demo's wall clock runs from the first job's start (a benchmark file's modification time
+minus its seconds) to the last job's end; it must stay within 15 minutes.
+Exit status 1 when any stage, or the 15-minute wall clock, is over budget.
 """
 
 from __future__ import annotations
@@ -28,6 +30,17 @@ def stage_seconds(results: Path) -> dict[str, float]:
     return out
 
 
+def wall_seconds(results: Path) -> float:
+    """First job start to last job end, from the benchmark files' times."""
+    starts, ends = [], []
+    for tsv in (results / "benchmarks").glob("*/*.tsv"):
+        with tsv.open() as fh:
+            seconds = sum(float(r["s"]) for r in csv.DictReader(fh, delimiter="\t"))
+        ends.append(tsv.stat().st_mtime)
+        starts.append(ends[-1] - seconds)
+    return max(ends) - min(starts) if ends else 0.0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=Path("results"))
@@ -47,8 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         ok &= bool(allowed) and ratio <= 1
         print(f"{stage:<14}{spent:>9.1f}{allowed or 0:>10.0f}{ratio:>8.2f}{flag}")
     total = sum(used.values())
-    ok &= total <= TOTAL_BUDGET_S
-    print(f"{'total':<14}{total:>9.1f}{TOTAL_BUDGET_S:>10.0f}{total / TOTAL_BUDGET_S:>8.2f}")
+    print(f"{'sum of jobs':<14}{total:>9.1f}")
+    wall = wall_seconds(args.results)
+    ok &= wall <= TOTAL_BUDGET_S
+    print(f"{'wall clock':<14}{wall:>9.1f}{TOTAL_BUDGET_S:>10.0f}{wall / TOTAL_BUDGET_S:>8.2f}"
+          + ("" if wall <= TOTAL_BUDGET_S else "  OVER"))
     return 0 if ok else 1
 
 

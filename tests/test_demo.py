@@ -25,4 +25,4 @@ def test_demo_end_to_end_within_budget(tmp_path):
     assert "demo scale — not comparable to the paper" in outputs.stdout
     assert "(missing)" not in outputs.stdout
     assert "d/N = 6/53,940" in outputs.stdout and "d/N = 4/22,272" in outputs.stdout
-    assert "(24 of 24 present)" in outputs.stdout
+    assert "(32 of 32 present)" in outputs.stdout  # 24 GP + 4 HBART + 4 BNN

@@ -99,8 +99,13 @@ def _cmd_outputs(args) -> int:
                  for d, p, n, c in conditions for s in pr_config.task_seeds(cfg)]
         present = sum(t.exists() for t in tasks)
         print(f"  task stores: {root / 'tasks'}/  ({present} of {len(tasks)} present)")
+        priors = pr_config.implemented_priors(cfg)
+        figures = tuple((f"rank histogram ({p})", f"figures/rank_histograms_{p}.png")
+                        for p in priors if any(c[1] == p for c in conditions))
         for label, rel in (("checks (Table 3)", "checks/table3.csv"),
-                           ("rank histograms", "figures/rank_histograms.png"),
+                           ("Table 3 with BNN R̂ ≤ 1.01", "checks/table3_rhat101.csv"),
+                           ("instances (valid / dropped)", "checks/instances.csv"),
+                           ("rank histograms", "figures/rank_histograms.png"), *figures,
                            ("scores (mean ρ per method and target)", "tables/scores.csv"),
                            ("scores figure", "figures/scores.png")):
             path = root / rel
