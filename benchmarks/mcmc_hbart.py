@@ -66,6 +66,19 @@ def hbart_benchmark(n_train: int = 2000, n_eval: int = 1500, d: int = 8, chains:
     return {"one_device": out[1], "all_devices": out[devices], "speedup": ratio}
 
 
+def report(result: dict) -> list[str]:
+    """Lines describing a :func:`hbart_benchmark` result."""
+    lines = []
+    for label in ("one_device", "all_devices"):
+        r = result[label]
+        lines.append(f"{label:12s}: {r['devices_used']} device(s), {r['chains']} chains × "
+                     f"{r['iterations']} iterations, n = {r['n_train']} + {r['n_eval']}: "
+                     f"{r['seconds']:.1f} s ({r['seconds_first']:.1f} s with compile), "
+                     f"{r['chain_iterations_per_s']:.1f} chain-iterations/s")
+    lines.append(f"speedup all devices / one device: {result['speedup']:.2f}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -80,13 +93,7 @@ def main() -> None:
         return
     result = hbart_benchmark(n_train=args.n_train, n_eval=args.n_eval, chains=args.chains,
                              warmup=args.warmup, devices=args.devices)
-    for label in ("one_device", "all_devices"):
-        r = result[label]
-        print(f"{label:12s}: {r['devices_used']} device(s), {r['chains']} chains × "
-              f"{r['iterations']} iterations, n = {r['n_train']} + {r['n_eval']}: "
-              f"{r['seconds']:.1f} s ({r['seconds_first']:.1f} s with compile), "
-              f"{r['chain_iterations_per_s']:.1f} chain-iterations/s")
-    print(f"speedup all devices / one device: {result['speedup']:.2f}")
+    print("\n".join(report(result)))
 
 
 if __name__ == "__main__":

@@ -33,17 +33,11 @@ def main() -> int:
     args = parser.parse_args()
     if not args.skip_hbart:
         sys.path.insert(0, str(HERE))
-        from mcmc_hbart import hbart_benchmark
+        from mcmc_hbart import hbart_benchmark, report
 
         hb = hbart_benchmark(devices=args.devices)
-        print("HBART (bartz), paper-size instance n = 2,000 + 1,500 rows, d = 8, 200 trees:")
-        for label in ("one_device", "all_devices"):
-            r = hb[label]
-            print(f"  {label:12s}: {r['devices_used']} device(s), {r['chains']} chains × "
-                  f"{r['iterations']} iterations: {r['seconds']:.1f} s "
-                  f"({r['seconds_first']:.1f} s with compile), "
-                  f"{r['chain_iterations_per_s']:.1f} chain-iterations/s")
-        print(f"  ratio all devices / one device: {hb['speedup']:.2f}")
+        print("HBART (bartz), paper-size instance, d = 8, 200 trees:")
+        print("\n".join(f"  {line}" for line in report(hb)))
         per_it = 1 / hb["all_devices"]["chain_iterations_per_s"]
         paper = 250 * (5000 + 4 * 25)
         print(f"  paper settings (250 chains × 5,100 iterations) at this rate: "

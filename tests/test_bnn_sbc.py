@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from postrisk.checks import calibration_test, covered_central, loglik_rank
 from postrisk.priors.bnn import BayesianNeuralNetworkFamily
+from tests.sbc_helpers import make_instance, run_sbc
 
 pytestmark = pytest.mark.slow
 
@@ -41,51 +41,25 @@ def params() -> dict:
                                              FIT_SETTINGS, rng, lambda _: None)
 
 
-def _instance(params: dict, seed: int) -> dict:
-    fam = BayesianNeuralNetworkFamily()
-    rng = np.random.default_rng([seed, 2025])
-    x = rng.uniform(size=(N_EVAL + N_TRAIN, D))
-    f = fam.sample(params, x, rng)
-    sd = 0.2 + 0.3 * x[N_EVAL:, 0]  # known heteroscedastic noise
-    y = f[N_EVAL:] + sd * rng.standard_normal(N_TRAIN)
-    return {"x": x, "f": f, "nv": sd**2, "y": y, "point": int(rng.integers(N_EVAL)),
-            "other": int(rng.integers(1, N_EVAL)), "rng": rng}
-
-
-def _checks(draws: np.ndarray, inst: dict, point: int) -> tuple[int, int, bool]:
-    f, j = inst["f"], inst["point"]
-    rank = int(np.sum(draws[:, point] < f[j]))
-    ll = loglik_rank(draws[:, N_EVAL:], f[N_EVAL:], inst["y"], inst["nv"])
-    cov = bool(covered_central(draws[:, [point]], f[[j]])[0])
-    return rank, ll, cov
-
-
 def _sbc(params: dict, n_instances: int = N_INSTANCES, noise_var_factor: float = 1.0,
          prior: bool = False) -> dict:
-    """Calibration tests over the instances: ``"main"`` (the random evaluation point) and
-    ``"other_point"`` (f* at that point ranked among the draws of another one)."""
     fam = BayesianNeuralNetworkFamily()
-    out: dict[str, list] = {key: [] for key in ("main", "other_point")}
-    for seed in range(n_instances):
-        inst = _instance(params, seed)
+
+    def instance(seed):
+        return make_instance(lambda x, rng: fam.sample(params, x, rng), seed, 2025, D,
+                             N_TRAIN, N_EVAL)
+
+    def draws_of(inst):
         x, rng = inst["x"], inst["rng"]
         if prior:
-            draws = np.stack([fam.sample(params, x, rng) for _ in range(N_DRAWS)])
-        else:
-            res = fam.posterior(params, x[N_EVAL:], inst["y"], inst["nv"] * noise_var_factor,
-                                x[:N_EVAL], rng, SETTINGS, lambda _: None)
-            # chain-major: thinning every chain keeps whole chains consecutive
-            draws = res.draws.reshape(SETTINGS["chains"], SETTINGS["samples"], -1)[:, ::THIN]
-            draws = draws.reshape(N_DRAWS, -1)
-        out["main"].append(_checks(draws, inst, inst["point"]))
-        out["other_point"].append(
-            _checks(draws, inst, (inst["point"] + inst["other"]) % N_EVAL))
-    results = {}
-    for key, rows in out.items():
-        ranks, lls, covs = (np.array(v) for v in zip(*rows, strict=True))
-        results[key] = calibration_test({"f_at_x": ranks, "loglik": lls}, covs, N_DRAWS,
-                                        alpha=1e-3)
-    return results
+            return np.stack([fam.sample(params, x, rng) for _ in range(N_DRAWS)])
+        res = fam.posterior(params, x[N_EVAL:], inst["y"], inst["nv"] * noise_var_factor,
+                            x[:N_EVAL], rng, SETTINGS, lambda _: None)
+        # chain-major: thinning every chain keeps whole chains consecutive
+        draws = res.draws.reshape(SETTINGS["chains"], SETTINGS["samples"], -1)[:, ::THIN]
+        return draws.reshape(N_DRAWS, -1)
+
+    return run_sbc(instance, draws_of, n_instances, N_DRAWS)
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("bartz")
 
-from postrisk.checks import calibration_test, covered_central, loglik_rank  # noqa: E402
 from postrisk.priors.hbart import HeteroscedasticBartFamily  # noqa: E402
+from tests.sbc_helpers import make_instance, run_sbc  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -33,48 +33,22 @@ SETTINGS = {"chains": 16, "warmup": 120, "draws_per_chain": 8, "thin": 5,
 N_DRAWS = SETTINGS["chains"] * SETTINGS["draws_per_chain"]
 
 
-def _instance(seed: int) -> dict:
-    fam = HeteroscedasticBartFamily()
-    rng = np.random.default_rng([seed, 2024])
-    x = rng.uniform(size=(N_EVAL + N_TRAIN, D))
-    f = fam.sample(PARAMS, x, rng)
-    sd = 0.2 + 0.3 * x[N_EVAL:, 0]  # known heteroscedastic noise
-    y = f[N_EVAL:] + sd * rng.standard_normal(N_TRAIN)
-    return {"x": x, "f": f, "nv": sd**2, "y": y, "point": int(rng.integers(N_EVAL)),
-            "other": int(rng.integers(1, N_EVAL)), "rng": rng}
-
-
-def _checks(draws: np.ndarray, inst: dict, point: int) -> tuple[int, int, bool]:
-    f, j = inst["f"], inst["point"]
-    rank = int(np.sum(draws[:, point] < f[j]))
-    ll = loglik_rank(draws[:, N_EVAL:], f[N_EVAL:], inst["y"], inst["nv"])
-    cov = bool(covered_central(draws[:, [point]], f[[j]])[0])
-    return rank, ll, cov
-
-
 def _sbc(noise_var_factor: float = 1.0, prior: bool = False,
          n_instances: int = N_INSTANCES) -> dict:
-    """Calibration tests over the instances: ``"main"`` (the random evaluation point) and
-    ``"other_point"`` (f* at that point ranked among the draws of another one)."""
     fam = HeteroscedasticBartFamily()
-    out: dict[str, list] = {key: [] for key in ("main", "other_point")}
-    for seed in range(n_instances):
-        inst = _instance(seed)
+
+    def instance(seed):
+        return make_instance(lambda x, rng: fam.sample(PARAMS, x, rng), seed, 2024, D,
+                             N_TRAIN, N_EVAL)
+
+    def draws_of(inst):
         x, rng = inst["x"], inst["rng"]
         if prior:
-            draws = np.stack([fam.sample(PARAMS, x, rng) for _ in range(N_DRAWS)])
-        else:
-            draws = fam.posterior(PARAMS, x[N_EVAL:], inst["y"], inst["nv"] * noise_var_factor,
-                                  x[:N_EVAL], rng, SETTINGS, lambda _: None).draws
-        out["main"].append(_checks(draws, inst, inst["point"]))
-        out["other_point"].append(
-            _checks(draws, inst, (inst["point"] + inst["other"]) % N_EVAL))
-    results = {}
-    for key, rows in out.items():
-        ranks, lls, covs = (np.array(v) for v in zip(*rows, strict=True))
-        results[key] = calibration_test({"f_at_x": ranks, "loglik": lls}, covs, N_DRAWS,
-                                        alpha=1e-3)
-    return results
+            return np.stack([fam.sample(PARAMS, x, rng) for _ in range(N_DRAWS)])
+        return fam.posterior(PARAMS, x[N_EVAL:], inst["y"], inst["nv"] * noise_var_factor,
+                             x[:N_EVAL], rng, SETTINGS, lambda _: None).draws
+
+    return run_sbc(instance, draws_of, n_instances, N_DRAWS)
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from postrisk.priors.family import PosteriorResult
+from postrisk.priors.family import PosteriorResult, training_targets
 
 CHAIN_METHODS = ("parallel", "vectorized")
 #: Posterior draws of f are computed in blocks of this many weight samples (memory bound).
@@ -237,13 +237,7 @@ def run_nuts(x_train: np.ndarray, y_train: np.ndarray, noise_var_train: np.ndarr
     x_train = _check_x(x_train, None, "x_train")
     d = x_train.shape[1]
     x_ref = _check_x(x_ref, d, "x_ref")
-    y = np.asarray(y_train, dtype=np.float64).reshape(-1)
-    nv = np.asarray(noise_var_train, dtype=np.float64).reshape(-1)
-    if y.shape[0] != x_train.shape[0] or nv.shape[0] != x_train.shape[0]:
-        raise ValueError(f"x_train has {x_train.shape[0]} rows, y_train {y.shape[0]}, "
-                         f"noise_var_train {nv.shape[0]}")
-    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(nv)) and np.all(nv > 0)):
-        raise ValueError("y_train must be finite and noise_var_train finite and > 0")
+    y, nv = training_targets(x_train.shape[0], y_train, noise_var_train)
     rounds, n_dev, per_dev = chain_layout(chains, jax.local_device_count(), chain_method)
 
     with jax.enable_x64(True):

@@ -52,6 +52,19 @@ class PosteriorResult:
                    settings=settings, diagnostics=diagnostics or {}, chains=draws.shape[0])
 
 
+def training_targets(n_train: int, y_train, noise_var_train) -> tuple[np.ndarray, np.ndarray]:
+    """y and the noise variances as float64 vectors of length ``n_train``; raises on a length
+    mismatch, non-finite values or non-positive variances (the MCMC families' input check)."""
+    y = np.asarray(y_train, dtype=np.float64).reshape(-1)
+    nv = np.asarray(noise_var_train, dtype=np.float64).reshape(-1)
+    if y.shape[0] != n_train or nv.shape[0] != n_train:
+        raise ValueError(f"x_train has {n_train} rows, y_train {y.shape[0]}, "
+                         f"noise_var_train {nv.shape[0]}")
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(nv)) and np.all(nv > 0)):
+        raise ValueError("y_train must be finite and noise_var_train finite and > 0")
+    return y, nv
+
+
 class PriorFamily(Protocol):
     """What a prior family provides (SPEC §4, §7).
 

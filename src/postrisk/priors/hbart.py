@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from postrisk.priors.family import PosteriorResult
+from postrisk.priors.family import PosteriorResult, training_targets
 
 FAMILY = "hbart"
 
@@ -401,14 +401,8 @@ def posterior_draws(prior: TreePrior, a: float, x_train: np.ndarray, y_train: np
     check_x64_off()
     x_train = np.asarray(x_train, dtype=np.float64)
     x_eval = np.asarray(x_eval, dtype=np.float64).reshape(-1, x_train.shape[1])
-    y = np.asarray(y_train, dtype=np.float64).reshape(-1)
-    nv = np.asarray(noise_var_train, dtype=np.float64).reshape(-1)
     n_train, n_eval = x_train.shape[0], x_eval.shape[0]
-    if y.shape[0] != n_train or nv.shape[0] != n_train:
-        raise ValueError(f"x_train has {n_train} rows, y_train {y.shape[0]}, "
-                         f"noise_var_train {nv.shape[0]}")
-    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(nv)) and np.all(nv > 0)):
-        raise ValueError("y_train must be finite and noise_var_train finite and > 0")
+    y, nv = training_targets(n_train, y_train, noise_var_train)
     chains, thin = int(settings["chains"]), int(settings["thin"])
     draws_per_chain, warmup = int(settings["draws_per_chain"]), int(settings["warmup"])
     temp = settings["tempering"]
