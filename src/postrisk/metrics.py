@@ -70,6 +70,27 @@ def spearman(x, y) -> float | None:
     return float(min(1.0, max(-1.0, float(np.dot(rx, ry)) / denom)))
 
 
+def auroc(scores, positive) -> float | None:
+    """Area under the ROC curve of ``scores`` for telling ``positive`` points from the rest.
+
+    AUROC = P(s⁺ > s⁻) + ½·P(s⁺ = s⁻) over all (positive, negative) pairs, computed from average
+    ranks (the Mann–Whitney U statistic divided by n⁺·n⁻), so ties count one half. ``None`` when
+    either class is empty after dropping non-finite scores; a constant score gives 0.5.
+    """
+    sv = as_vector("scores", scores)
+    pos = np.asarray(positive, dtype=bool)
+    if pos.shape != sv.shape:
+        raise ValueError(f"scores and positive differ in shape: {sv.shape} vs {pos.shape}")
+    keep = np.isfinite(sv)
+    sv, pos = sv[keep], pos[keep]
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        return None
+    ranks = rankdata(sv, method="average")
+    u = float(ranks[pos].sum()) - n_pos * (n_pos + 1) / 2.0
+    return u / (n_pos * n_neg)
+
+
 def mean_applicable(values: Iterable[float | None]) -> tuple[float | None, int, int]:
     """Mean over the applicable (non-``None``) entries.
 

@@ -60,6 +60,27 @@ class Prediction:
         return self.aleatoric_var + self.epistemic_var
 
 
+def reduce_members(member_means: Any, member_vars: Any) -> Prediction:
+    """One prediction from M members (ensembles, dropout passes, posterior samples).
+
+    Arrays of shape (M, m): mean = mean of member means, AU = mean of member variances,
+    EU = variance of member means (population variance, divisor M). ``member_vars`` may be
+    ``None`` for members that predict no variance (AU = 0).
+    """
+    means = np.asarray(member_means, dtype=np.float64)
+    if means.ndim != 2 or means.shape[0] < 1:
+        raise ValueError(f"member means must have shape (members, points), got {means.shape}")
+    if member_vars is None:
+        au = np.zeros(means.shape[1])
+    else:
+        variances = np.asarray(member_vars, dtype=np.float64)
+        if variances.shape != means.shape:
+            raise ValueError(f"member variances have shape {variances.shape}, means "
+                             f"{means.shape}")
+        au = variances.mean(axis=0)
+    return Prediction(mean=means.mean(axis=0), aleatoric_var=au, epistemic_var=means.var(axis=0))
+
+
 def validate_search_space(space: dict[str, tuple], defaults: dict[str, Any],
                           owner: str = "method") -> None:
     """Check a search space declaration; raise ``ValueError`` naming the offending entry.

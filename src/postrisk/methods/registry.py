@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 #: implemented methods (the workflow does it at every start) imports no numerical stack.
 METHOD_PATHS: dict[str, str] = {
     "blr": "postrisk.methods.blr:BayesianLinearRegression",
+    "gp": "postrisk.methods.gp:ExactGP",
+    "vlgp": "postrisk.methods.vlgp:VariationalHeteroscedasticGP",
+    "dkl": "postrisk.methods.dkl:DeepKernelLearning",
+    "sngp_het": "postrisk.methods.sngp_het:HeteroscedasticSNGP",
 }
 
 

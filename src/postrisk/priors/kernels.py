@@ -176,6 +176,23 @@ def _component(name, p, x1, x2, mode, same=None):
     raise ValueError(f"unknown kernel component {name!r}")
 
 
+def kernel_component(name: str, params: dict, x1, x2, mode: str = "fast"):
+    """One unweighted component k_c(x1, x2) in ``jax.numpy`` (differentiable, jit-able).
+
+    The public entry to the kernel math for methods that learn kernel parameters (``gp``,
+    ``vlgp``, ``dkl``): ``params`` holds the component's natural parameters as arrays (e.g.
+    ``{"lengthscale": ℓ[d]}`` for the Matérn family, ``{"variance": v[d]}`` for ``linear``, whose
+    inputs are centred at ½). ``mode``: ``"fast"`` (matrix-product distances; the training
+    objective), ``"exact"`` (broadcast differences; exact zeros for identical rows) or
+    ``"paired"`` (row-wise k(x1_i, x2_i), e.g. a diagonal). Runs in the caller's precision.
+    """
+    if name not in COMPONENTS:
+        raise ValueError(f"unknown kernel component {name!r}; one of {', '.join(COMPONENTS)}")
+    if mode not in ("fast", "exact", "paired"):
+        raise ValueError(f"mode must be 'fast', 'exact' or 'paired', got {mode!r}")
+    return _component(name, params, x1, x2, mode)
+
+
 def _kernel_eval(components, params, x1, x2, mode, same=None):
     """Σ_c w_c k_c(x1, x2) with weights normalised to sum 1."""
     total = sum(params[c]["weight"] for c in components)

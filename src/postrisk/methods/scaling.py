@@ -1,0 +1,96 @@
+"""Input checks and standardisation shared by every method (one home; SPEC §10).
+
+Methods fit in standardised units and report in target units:
+
+    x̃ = (x − x̄) / s_x   (per column; training mean and SD, an SD of 0 replaced by 1)
+    ỹ = (y − ȳ) / s_y   (an SD of 0 replaced by 1)
+    mean = s_y·m̃ + ȳ,   variance = s_y²·ṽ
+
+:func:`as_training_data` and :func:`as_inputs` raise ``ValueError`` with a clear message on bad
+input (wrong rank, non-finite values, mismatched lengths, too few rows, wrong feature count).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+def as_inputs(x: Any, n_features: int | None = None, name: str = "x") -> np.ndarray:
+    """``x`` as a finite float64 (rows, features) array; with ``n_features``, checks the width."""
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows, features), got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains non-finite values")
+    if n_features is not None and arr.shape[1] != n_features:
+        raise ValueError(f"{name} has {arr.shape[1]} features, the fit had {n_features}")
+    return arr
+
+
+def as_training_data(x: Any, y: Any, min_rows: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Checked training inputs (n, d) and targets (n,) as float64 (a (n, 1) target is raveled)."""
+    x = as_inputs(x)
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.shape != (x.shape[0],):
+        raise ValueError(f"y must have shape ({x.shape[0]},), got {y.shape}")
+    if not np.isfinite(y).all():
+        raise ValueError("y contains non-finite values")
+    if x.shape[0] < min_rows:
+        raise ValueError(f"need at least {min_rows} training rows, got {x.shape[0]}")
+    return x, y
+
+
+@dataclass(frozen=True)
+class Standardizer:
+    """Training-set location and scale of inputs and target (see the module docstring).
+
+    ``standardize_inputs=False`` / ``standardize_targets=False`` in :meth:`fit` make the
+    corresponding transform the identity (mean 0, scale 1).
+    """
+
+    x_mean: np.ndarray
+    x_scale: np.ndarray
+    y_mean: float
+    y_scale: float
+
+    @classmethod
+    def fit(cls, x: np.ndarray, y: np.ndarray, standardize_inputs: bool = True,
+            standardize_targets: bool = True) -> Standardizer:
+        d = x.shape[1]
+        if standardize_inputs:
+            sd = x.std(axis=0)
+            x_mean, x_scale = x.mean(axis=0), np.where(sd > 0, sd, 1.0)
+        else:
+            x_mean, x_scale = np.zeros(d), np.ones(d)
+        if standardize_targets:
+            s_y = float(y.std())
+            y_mean, y_scale = float(y.mean()), (s_y if s_y > 0 else 1.0)
+        else:
+            y_mean, y_scale = 0.0, 1.0
+        return cls(x_mean=x_mean, x_scale=x_scale, y_mean=y_mean, y_scale=y_scale)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.x_mean.shape[0])
+
+    def inputs(self, x: np.ndarray) -> np.ndarray:
+        """x̃ = (x − x̄)/s_x (checks the feature count)."""
+        x = as_inputs(x, self.n_features)
+        return (x - self.x_mean) / self.x_scale
+
+    def target(self, y: np.ndarray) -> np.ndarray:
+        """ỹ = (y − ȳ)/s_y."""
+        return (np.asarray(y, dtype=np.float64) - self.y_mean) / self.y_scale
+
+    def mean_to_target(self, mean_std: Any) -> np.ndarray:
+        """s_y·m̃ + ȳ: a mean in standardised units back in target units."""
+        return self.y_scale * np.asarray(mean_std, dtype=np.float64) + self.y_mean
+
+    def var_to_target(self, var_std: Any) -> np.ndarray:
+        """s_y²·ṽ: a variance in standardised units back in target units."""
+        return self.y_scale ** 2 * np.asarray(var_std, dtype=np.float64)
