@@ -60,11 +60,16 @@ def posterior_settings(wildcards):
     return config["posterior"][wildcards.prior]
 
 
-def batch_paths(kind, dataset, prior):
-    """Sample or task stores of every instance of (dataset, prior): a posterior batch."""
+def batch_instances(prior):
+    """(noise, coverage, seed) of every instance of a batch of `prior`, in batch order."""
     cells = sorted({(n, c) for _, p, n, c in CONDITIONS if p == prior})
+    return [[n, c, s] for n, c in cells for s in TASK_SEEDS]
+
+
+def batch_paths(kind, dataset, prior):
+    """Sample or task stores of every instance of (dataset, prior): one batch job's outputs."""
     return [f"results/{kind}/{dataset}/{prior}/{n}/{c}/{s}.zarr"
-            for n, c in cells for s in TASK_SEEDS]
+            for n, c, s in batch_instances(prior)]
 
 
 def training_size_of(wildcards):
@@ -116,6 +121,44 @@ def condition_fits(wildcards):
 
 def method_settings(wildcards):
     return config.get("method_settings", {}).get(wildcards.method, {})
+
+
+def condition_of(wildcards):
+    return (wildcards.dataset, wildcards.prior, wildcards.noise, wildcards.coverage)
+
+
+def tuning_journal(wildcards):
+    return f"results/tuning/journals/{condition_path(wildcards)}/{wildcards.method}.log"
+
+
+def tuning_settings(wildcards):
+    """The sweep settings when (method, condition) is tuned; None: fixed settings/defaults."""
+    if pr_config.is_tuned(config, wildcards.method, condition_of(wildcards)):
+        return config["tuning"]
+    return None
+
+
+def fit_batch_jobs(method):
+    """Per-condition arguments of a batched fit (`fit_batch: true`): one entry per condition,
+    in the order of CONDITIONS."""
+    from types import SimpleNamespace
+
+    jobs = []
+    for d, p, n, c in CONDITIONS:
+        w = SimpleNamespace(dataset=d, prior=p, noise=n, coverage=c, method=method)
+        path = condition_path(w)
+        jobs.append({"samples": condition_samples(w), "seeds": condition_seeds(w),
+                     "selection": seed_selection(w), "settings": method_settings(w),
+                     "tuning": tuning_settings(w), "journal": tuning_journal(w),
+                     "condition": [d, p, n, c],
+                     "fits": f"results/fits/{path}/{method}.zarr",
+                     "config": f"results/tuning/{path}/{method}.json"})
+    return jobs
+
+
+def fit_batch_inputs(method):
+    return sorted({path for job in fit_batch_jobs(method)
+                   for key in ("samples", "selection") for path in job[key]})
 
 
 def all_task_stores(wildcards=None):

@@ -2,25 +2,59 @@
 # one scoring job per condition (all methods and the reference rows); the aggregate table.
 
 
-rule fit:
-    input:
-        samples=condition_samples,
-        seed_selection=seed_selection,
-    output:
-        directory("results/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.zarr"),
-    params:
-        seeds=condition_seeds,
-        n_valid=config["seeds"]["valid_per_cell"],
-        settings=method_settings,
-    log:
-        "results/logs/fit/{dataset}/{prior}/{noise}/{coverage}/{method}.log",
-    benchmark:
-        "results/benchmarks/fit/{dataset}_{prior}_{noise}_{coverage}_{method}.tsv"
-    conda:
-        "../workflow/envs/jax.yaml"
-    threads: 2
-    script:
-        "../scripts/fit.py"
+# A fit job runs its (method, condition)'s tuning sweep first when the condition is tuned
+# (resuming from its journal), records the configuration it used in results/tuning/, then fits
+# every usable seed. One job, not two, per (method, condition): the full grid's DAG stays
+# plannable (SPEC §12; job granularity in NOTES).
+if not config["fit_batch"]:
+
+    rule fit:
+        input:
+            samples=condition_samples,
+            seed_selection=seed_selection,
+        output:
+            fits=directory("results/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.zarr"),
+            config="results/tuning/{dataset}/{prior}/{noise}/{coverage}/{method}.json",
+        params:
+            seeds=condition_seeds,
+            n_valid=config["seeds"]["valid_per_cell"],
+            settings=method_settings,
+            tuning=tuning_settings,
+            journal=tuning_journal,
+        log:
+            "results/logs/fit/{dataset}/{prior}/{noise}/{coverage}/{method}.log",
+        benchmark:
+            "results/benchmarks/fit/{dataset}_{prior}_{noise}_{coverage}_{method}.tsv"
+        conda:
+            "../workflow/envs/jax.yaml"
+        threads: 2
+        script:
+            "../scripts/fit.py"
+
+else:
+    # Presets (`fit_batch: true`): one job per method tunes and fits every condition in one
+    # process, so the method's imports and compiled code are paid once (SPEC §12). Same
+    # stores, same numbers as one job per condition.
+
+    rule fit_batch:
+        input:
+            lambda w: fit_batch_inputs(w.method),
+        output:
+            [directory(f"results/fits/{d}/{p}/{n}/{c}/{{method}}.zarr")
+             for d, p, n, c in CONDITIONS]
+            + [f"results/tuning/{d}/{p}/{n}/{c}/{{method}}.json" for d, p, n, c in CONDITIONS],
+        params:
+            jobs=lambda w: fit_batch_jobs(w.method),
+            n_valid=config["seeds"]["valid_per_cell"],
+        log:
+            "results/logs/fit/{method}.log",
+        benchmark:
+            "results/benchmarks/fit/{method}_batch.tsv"
+        conda:
+            "../workflow/envs/jax.yaml"
+        threads: 2
+        script:
+            "../scripts/fit.py"
 
 
 rule score:

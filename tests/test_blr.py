@@ -42,8 +42,31 @@ def big_fit():
 def test_declared_interface():
     assert BayesianLinearRegression.name == "blr"
     assert BayesianLinearRegression.display_name == "BLR"
-    assert BayesianLinearRegression.search_space == {}
-    assert BayesianLinearRegression().get_params() == {"max_iter": 1000, "tol": 1e-8}
+    assert set(BayesianLinearRegression.search_space) == {"evidence", "prior_precision",
+                                                          "noise_std"}
+    assert BayesianLinearRegression().get_params() == {
+        "evidence": True, "prior_precision": 1.0, "noise_std": 1.0, "max_iter": 1000,
+        "tol": 1e-8}
+
+
+def test_fixed_precisions_give_the_closed_form_posterior():
+    x, y, _ = linear_data(300, seed=3)
+    x_eval = linear_data(25, seed=4)[0]
+    model = BayesianLinearRegression(evidence=False, prior_precision=0.3, noise_std=0.5)
+    pred = model.fit(x, y).predict(x_eval)
+    assert (model.alpha_, model.beta_) == (0.3, 4.0)
+    phi, t, phi_eval, m_y, s_y = standardised(x, y, x_eval)
+    s_n = np.linalg.inv(0.3 * np.eye(phi.shape[1]) + 4.0 * phi.T @ phi)
+    m_n = 4.0 * s_n @ phi.T @ t
+    np.testing.assert_allclose(pred.mean, s_y * phi_eval @ m_n + m_y, rtol=1e-10)
+    np.testing.assert_allclose(pred.epistemic_var,
+                               s_y ** 2 * np.einsum("ij,jk,ik->i", phi_eval, s_n, phi_eval),
+                               rtol=1e-10)
+    np.testing.assert_allclose(pred.aleatoric_var, s_y ** 2 / 4.0)
+    # the evidence start does not change the evidence optimum
+    a = BayesianLinearRegression().fit(x, y)
+    b = BayesianLinearRegression(prior_precision=50.0, noise_std=0.05).fit(x, y)
+    np.testing.assert_allclose([a.alpha_, a.beta_], [b.alpha_, b.beta_], rtol=1e-6)
 
 
 def test_evidence_recovers_the_noise_variance_and_the_function(big_fit):
@@ -132,6 +155,6 @@ def test_run_fit_with_blr_is_ok_and_deterministic():
     x, y, _ = linear_data(200, seed=6)
     r1 = run_fit("blr", {}, x, y, x[:10], random_state=0)
     r2 = run_fit("blr", {}, x, y, x[:10], random_state=1, n_threads=2)
-    assert r1.ok and r2.ok and r1.config == {"max_iter": 1000, "tol": 1e-8}
+    assert r1.ok and r2.ok and r1.config == BayesianLinearRegression.defaults
     np.testing.assert_array_equal(r1.mean, r2.mean)
     np.testing.assert_array_equal(r1.epistemic_var, r2.epistemic_var)

@@ -1,8 +1,10 @@
 """Slow tier: the demo preset end to end in a scratch directory, then its budget and outputs."""
 
+import json
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from tests.workflow_helpers import REPO, snakemake
@@ -29,3 +31,16 @@ def test_demo_end_to_end_within_budget(tmp_path):
     assert "(missing)" not in outputs.stdout
     assert "d/N = 6/53,940" in outputs.stdout and "d/N = 4/22,272" in outputs.stdout
     assert "(32 of 32 present)" in outputs.stdout  # 24 GP + 4 HBART + 4 BNN
+    # every implemented method and reference row is scored on every instance, no fit failed
+    scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
+    eu = scores[scores["target"] == "eu_posterior_excess_risk"].set_index("method")
+    methods = ["blr", "gp", "vlgp", "dkl", "sngp_het"]
+    assert set(methods + ["oracle", "distance", "constant_au"]) <= set(eu.index)
+    assert (eu.loc[methods, "n_instances"] == 32).all()
+    assert (eu.loc[methods, "failed_fits"] == 0).all()
+    # the one sweep ran its 6 trials; every other condition records its fixed configuration
+    tuning = tmp_path / "results/tuning"
+    swept = json.loads((tuning / "concrete/gp/smooth_monotone/balanced/sngp_het.json").read_text())
+    assert len(swept["trials"]) == 6 and swept["best_trial"] is not None
+    fixed = json.loads((tuning / "diamonds/gp/bump/ood/dkl.json").read_text())
+    assert fixed["n_trials"] == 0 and fixed["config"]["num_iters"] == 150

@@ -119,15 +119,16 @@ def test_search_space_declarations_are_checked():
 
 
 def test_registry():
-    assert METHODS == {"blr": BayesianLinearRegression}
+    assert list(METHODS) == ["blr", "gp", "vlgp", "dkl", "sngp_het"]
+    assert METHODS["blr"] is BayesianLinearRegression
     assert set(METHODS) <= set(config.METHODS)
     assert get_method("blr") is BayesianLinearRegression
-    with pytest.raises(KeyError, match="unknown method 'gpx'; implemented: blr"):
+    with pytest.raises(KeyError, match="unknown method 'gpx'; implemented: blr, dkl, gp, sngp_het, vlgp"):
         get_method("gpx")
     m = make_method("blr", {"tol": 1e-6}, random_state=4, n_threads=1)
     assert isinstance(m, BayesianLinearRegression) and m.tol == 1e-6 and m.random_state == 4
-    for cls in METHODS.values():
-        assert cls.name in config.METHODS and cls.display_name
+    for key, cls in METHODS.items():
+        assert cls.name == key and cls.name in config.METHODS and cls.display_name
 
 
 # -- run_fit -------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The real DAG: planning, validation, the guard, the smoke preset end to end, lint."""
 
+import json
 import re
 import socket
 
@@ -8,6 +9,7 @@ import pytest
 import yaml
 
 from postrisk.covariates.build import summarize_store
+from postrisk.io import open_zarr
 from postrisk.tasks.store import validate_store
 from tests.workflow_helpers import REPO, snakemake
 
@@ -28,7 +30,9 @@ def test_dry_run_of_full_config_plans_the_whole_grid(tmp_path):
     assert counts["sample"] == 3 * per_family
     assert counts["posterior_exact"] == per_family and counts["posterior_mcmc"] == 2 * per_family
     assert counts["valid_seeds"] == cells
-    assert counts["fit"] == 3 * cells and counts["score"] == 3 * cells
+    methods = 5  # implemented so far: blr, gp, vlgp, dkl, sngp_het (each job tunes, then fits)
+    assert counts["fit"] == methods * 3 * cells and counts["score"] == 3 * cells
+    assert "tune" not in counts
     assert counts["checks"] == 1 and counts["aggregate_scores"] == 1
     for name in ("abalone", "sarcos", "white_wine", "red_wine"):
         assert f"results/covariates/{name}.zarr" in run.stdout
@@ -92,6 +96,14 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert oracle["mean"].iloc[0] == pytest.approx(1.0)  # EU = σ²_f exactly when â = m_S
     for png in ("rank_histograms.png", "scores.png"):
         assert (tmp_path / "results/figures" / png).stat().st_size > 1000
+    # BLR was tuned (4 trials in the smoke preset) and every seed used the sweep's winner.
+    condition = "concrete/gp/smooth_monotone/balanced"
+    tuned = json.loads((tmp_path / f"results/tuning/{condition}/blr.json").read_text())
+    assert tuned["n_trials"] == 4 and len(tuned["trials"]) == 4
+    assert tuned["split"]["n_fit"] == 96 and tuned["split"]["n_validation"] == 24
+    assert (tmp_path / f"results/tuning/journals/{condition}/blr.log").stat().st_size > 0
+    fits = open_zarr(tmp_path / f"results/fits/{condition}/blr.zarr")
+    assert json.loads(fits.attrs["config"]) == tuned["config"]
     # Nothing left to do on a second run.
     again = snakemake(tmp_path, "-n", "--configfile", str(REPO / "presets" / "smoke.yaml"))
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -168,6 +168,25 @@ def config_schema() -> dict:
                 "type": "object", "propertyNames": {"enum": list(METHODS)},
                 "additionalProperties": {"type": "object"},
             },
+            "fit_batch": {"type": "boolean"},
+            "tuning": {
+                "type": "object", "additionalProperties": False,
+                "required": ["trials", "startup_trials", "validation_fraction"],
+                "properties": {
+                    "trials": _positive_int(),
+                    "startup_trials": _positive_int(),
+                    "validation_fraction": {"type": "number", "exclusiveMinimum": 0,
+                                            "exclusiveMaximum": 1},
+                    "methods": {"anyOf": [{"type": "null"}, {**_names(METHODS), "minItems": 0}]},
+                    "grid": {
+                        "type": "object", "additionalProperties": False,
+                        "properties": {"datasets": _names(task_datasets()),
+                                       "priors": _names(PRIORS),
+                                       "noise_modes": _names(NOISE_MODES),
+                                       "coverages": _names(COVERAGES)},
+                    },
+                },
+            },
             "budget_s": {
                 "type": "object",
                 "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
@@ -308,6 +327,24 @@ def implemented_methods(cfg: Mapping) -> list[str]:
     from postrisk.methods.registry import METHOD_PATHS
 
     return [m for m in cfg.get("methods", []) if m in METHOD_PATHS]
+
+
+def tuned_methods(cfg: Mapping) -> list[str]:
+    """Implemented methods that get a tuning sweep (``tuning.methods``; null: all of them)."""
+    chosen = cfg.get("tuning", {}).get("methods")
+    methods = implemented_methods(cfg)
+    return methods if chosen is None else [m for m in methods if m in chosen]
+
+
+def is_tuned(cfg: Mapping, method: str, condition: tuple[str, str, str, str]) -> bool:
+    """Whether (method, condition) gets a sweep: a tuned method on a condition inside
+    ``tuning.grid`` (presets narrow it; the paper tunes every condition)."""
+    if method not in tuned_methods(cfg):
+        return False
+    grid = cfg.get("tuning", {}).get("grid", {})
+    keys = ("datasets", "priors", "noise_modes", "coverages")
+    return all(value in grid.get(key, [value]) for key, value in zip(keys, condition,
+                                                                       strict=True))
 
 
 def task_seeds(cfg: Mapping) -> list[int]:

@@ -94,13 +94,52 @@ def usable_seeds(seeds: Sequence[int], n_valid: int,
     return valid_seeds(list(seeds), None, n_valid)[0]
 
 
-def fit_condition(method: str, config: dict, samples: Sequence[str | Path], seeds: Sequence[int],
-                  out: str | Path, n_threads: int = 1, n_valid: int | None = None,
-                  selection: Sequence[str | Path] = ()) -> None:
-    """Fit ``method`` with one configuration on each usable seed's training sample (see
-    :func:`usable_seeds`); never raises."""
+def condition_config(method: str, settings: dict, sample: str | Path, tuning: dict | None,
+                     journal: str | Path, condition: Sequence[str], n_threads: int = 1):
+    """The configuration a condition's fits use, as a :class:`postrisk.tuning.TuningResult`.
+
+    Tuned (``tuning``: config ``tuning``): the winner of the sweep on the seed-0 training
+    ``sample`` (run or resumed from ``journal``), the fixed ``settings`` included. Not tuned
+    (``tuning`` is None): the method's defaults updated by ``settings``.
+    """
+    from postrisk.methods.registry import get_method
+    from postrisk.tuning import TuningResult, tune
+
+    if tuning is None:
+        cls = get_method(method)
+        unknown = sorted(set(settings or {}) - set(cls.defaults))
+        if unknown:
+            raise ValueError(f"method_settings for {method}: {unknown} are not hyper-parameters "
+                             f"(allowed: {', '.join(sorted(cls.defaults))})")
+        return TuningResult(method=method, study_name="", n_trials=0,
+                            config={**cls.defaults, **(settings or {})}, searched={},
+                            best_value=None, best_trial=None,
+                            note="not tuned: defaults and fixed settings")
+    ds = open_zarr(sample)
+    return tune(method, ds["x_train"].values, ds["y_train"].values, journal=journal,
+                fixed=settings, n_trials=int(tuning["trials"]),
+                startup_trials=int(tuning["startup_trials"]),
+                validation_fraction=float(tuning["validation_fraction"]),
+                split_key=tuple(condition), sampler_seed=0, random_state=0, n_threads=n_threads)
+
+
+def fit_condition(method: str, settings: dict, samples: Sequence[str | Path],
+                  seeds: Sequence[int], out: str | Path, n_threads: int = 1,
+                  n_valid: int | None = None, selection: Sequence[str | Path] = (),
+                  tuning: dict | None = None, journal: str | Path | None = None,
+                  condition: Sequence[str] = (), config_out: str | Path | None = None) -> None:
+    """Tune (when ``tuning`` is given; on the seed-0 sample, ``samples[0]``) or take the fixed
+    ``settings``, record that configuration in ``config_out``, then fit ``method`` on each usable
+    seed's training sample (see :func:`usable_seeds`); a failed fit never raises."""
     from postrisk.methods.base import fit_records_to_dataset, run_fit
 
+    if tuning is not None and journal is None:
+        raise ValueError("a tuned condition needs a journal path")
+    chosen = condition_config(method, settings, samples[0], tuning, journal or "", condition,
+                              n_threads)
+    if config_out is not None:
+        _atomic_text(config_out, chosen.to_json())
+    config = chosen.config
     use = usable_seeds(seeds, n_valid or len(seeds), selection)
     pairs = [(s, p) for s, p in zip(seeds, samples, strict=True) if int(s) in use]
     seeds = [s for s, _ in pairs]

@@ -9,20 +9,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from postrisk.methods.base import Prediction, UncertaintyMethod
+from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 
 #: Bounds that keep α and β finite when the data make the evidence unbounded (a constant target
 #: drives α → ∞; an exact fit drives β → ∞). In standardised units these are far from any
 #: value real data produce.
 PRECISION_BOUNDS = (1e-12, 1e12)
-
-
-def _as_inputs(x: Any, name: str = "x") -> np.ndarray:
-    arr = np.asarray(x, dtype=np.float64)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (rows, features), got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains non-finite values")
-    return arr
 
 
 class BayesianLinearRegression(UncertaintyMethod):
@@ -39,22 +31,32 @@ class BayesianLinearRegression(UncertaintyMethod):
         γ = Σ_i λ_i / (α + λ_i),
         α ← γ / (m_Nᵀm_N),   β ← (n − γ) / ‖t − Φm_N‖²,
 
-    started at α = β = 1 and iterated until both change by less than ``tol`` relatively (at
-    most ``max_iter`` iterations; a ``RuntimeWarning`` if not converged).
+    started at α = ``prior_precision``, β = 1/``noise_std``² and iterated until both change by
+    less than ``tol`` relatively (at most ``max_iter`` iterations; a ``RuntimeWarning`` if not
+    converged).
 
     Prediction at x, in target units: mean = s_y·φᵀm_N + ȳ; AU = s_y²/β (constant);
     EU = s_y²·φᵀS_Nφ.
 
-    Nothing is tuned (``search_space = {}``): the evidence sets α and β. ``max_iter`` and
-    ``tol`` only control the fixed-point iteration. Fitted attributes: ``alpha_``, ``beta_``,
+    Tunable (SPEC §10): ``evidence`` chooses between the evidence-maximised α and β (default;
+    ``prior_precision`` and ``noise_std`` are then the start of the fixed-point iteration) and
+    fixed values α = ``prior_precision``, β = 1/``noise_std``² (standardised units; the authors'
+    earlier code fixed α and searched σ). The search space holds all three; the paper states
+    only the prior w ~ N(0, α⁻¹I). ``max_iter`` and ``tol`` control the fixed-point iteration.
+    Fitted attributes: ``alpha_``, ``beta_``,
     ``coef_`` (m_N), ``n_iter_``, ``converged_``, ``log_evidence_`` (standardised units),
     ``x_mean_``, ``x_scale_``, ``y_mean_``, ``y_scale_``.
     """
 
     name: ClassVar[str] = "blr"
     display_name: ClassVar[str] = "BLR"
-    defaults: ClassVar[dict[str, Any]] = {"max_iter": 1000, "tol": 1e-8}
-    search_space: ClassVar[dict[str, tuple]] = {}
+    defaults: ClassVar[dict[str, Any]] = {"evidence": True, "prior_precision": 1.0,
+                                          "noise_std": 1.0, "max_iter": 1000, "tol": 1e-8}
+    search_space: ClassVar[dict[str, tuple]] = {
+        "evidence": ("categorical", [True, False]),
+        "prior_precision": ("float", 1e-3, 1e3, "log"),
+        "noise_std": ("float", 0.01, 2.0, "log"),
+    }
 
     # -- internals -----------------------------------------------------------------------
     def _features(self, x: np.ndarray) -> np.ndarray:
@@ -67,29 +69,21 @@ class BayesianLinearRegression(UncertaintyMethod):
 
     # -- interface -----------------------------------------------------------------------
     def fit(self, x: np.ndarray, y: np.ndarray) -> BayesianLinearRegression:
-        x = _as_inputs(x)
-        y = np.asarray(y, dtype=np.float64)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if y.shape != (x.shape[0],):
-            raise ValueError(f"y must have shape ({x.shape[0]},), got {y.shape}")
-        if not np.isfinite(y).all():
-            raise ValueError("y contains non-finite values")
+        x, y = as_training_data(x, y)
         n = x.shape[0]
-        if n < 2:
-            raise ValueError(f"need at least 2 training rows, got {n}")
         max_iter, tol = int(self.max_iter), float(self.tol)
         if max_iter < 1 or not tol > 0:
             raise ValueError(f"need max_iter >= 1 and tol > 0, got {max_iter}, {tol}")
+        alpha0, noise_std = float(self.prior_precision), float(self.noise_std)
+        if not (alpha0 > 0 and noise_std > 0):
+            raise ValueError(f"need prior_precision > 0 and noise_std > 0, got {alpha0}, "
+                             f"{noise_std}")
 
-        self.x_mean_ = x.mean(axis=0)
-        scale = x.std(axis=0)
-        self.x_scale_ = np.where(scale > 0, scale, 1.0)
-        self.y_mean_ = float(y.mean())
-        s_y = float(y.std())
-        self.y_scale_ = s_y if s_y > 0 else 1.0
+        scaler = Standardizer.fit(x, y)
+        self.x_mean_, self.x_scale_ = scaler.x_mean, scaler.x_scale
+        self.y_mean_, self.y_scale_ = scaler.y_mean, scaler.y_scale
         phi = self._features(x)
-        t = (y - self.y_mean_) / self.y_scale_
+        t = scaler.target(y)
 
         gram = phi.T @ phi
         eigval, eigvec = np.linalg.eigh(gram)
@@ -98,10 +92,10 @@ class BayesianLinearRegression(UncertaintyMethod):
         self._proj_b = eigvec.T @ (phi.T @ t)
 
         lo, hi = PRECISION_BOUNDS
-        alpha, beta = 1.0, 1.0
-        converged = False
+        alpha, beta = alpha0, 1.0 / noise_std ** 2
+        converged = not self.evidence  # fixed α and β: nothing to iterate
         n_iter = 0
-        for n_iter in range(1, max_iter + 1):  # noqa: B007 - n_iter is used after the loop
+        for n_iter in range(1, (max_iter if self.evidence else 0) + 1):  # noqa: B007 - n_iter is used after the loop
             lam = beta * self._eigval
             m_n = self._posterior_mean(alpha, beta)
             gamma = float(np.sum(lam / (alpha + lam)))
@@ -152,9 +146,7 @@ class BayesianLinearRegression(UncertaintyMethod):
                 - 0.5 * logdet_a - 0.5 * self._n * math.log(2 * math.pi))
 
     def predict(self, x: np.ndarray) -> Prediction:
-        x = _as_inputs(x)
-        if x.shape[1] != self.x_mean_.shape[0]:
-            raise ValueError(f"x has {x.shape[1]} features, the fit had {self.x_mean_.shape[0]}")
+        x = as_inputs(x, self.x_mean_.shape[0])
         phi = self._features(x)
         mean = self.y_scale_ * (phi @ self.coef_) + self.y_mean_
         proj = phi @ self._eigvec

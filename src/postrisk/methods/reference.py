@@ -14,7 +14,7 @@ The distance EU is a distance, not a variance in target units: it is meant for t
 from __future__ import annotations
 
 import numpy as np
-from sklearn.neighbors import NearestNeighbors
+from scipy.spatial import cKDTree
 
 from postrisk.methods.base import Prediction
 from postrisk.metrics import as_vector
@@ -87,9 +87,10 @@ def distance_prediction(x_train, y_train, x_eval, k: int = N_NEIGHBOURS) -> Pred
         raise ValueError(f"k must be >= 1, got {k!r}")
     k = min(int(k), x_tr.shape[0])
     centre, w = whitening(x_tr)
-    nn = NearestNeighbors(n_neighbors=k).fit((x_tr - centre) @ w)
-    dist, idx = nn.kneighbors((x_ev - centre) @ w)
+    # exact k-nearest neighbours (Euclidean) in the whitened coordinates
+    dist, idx = cKDTree((x_tr - centre) @ w).query((x_ev - centre) @ w, k=k)
     m = x_ev.shape[0]
+    dist, idx = dist.reshape(m, k), idx.reshape(m, k)
     return Prediction(mean=y_tr[idx].mean(axis=1), aleatoric_var=np.full(m, float(y_tr.var())),
                       epistemic_var=dist.mean(axis=1))
 

@@ -224,3 +224,20 @@ def posterior_draws(kernel: Kernel, a: float, x_train, y_train, noise_var_train,
     if info is not None:
         info.update(n_unique=int(xu.shape[0]))
     return np.ascontiguousarray(draws[:, inv]), mean[inv], var[inv]
+
+
+def posterior_predictor(kernel: Kernel, a: float, x_train, y_train, noise_var_train):
+    """Condition once, predict many times: returns ``predict(x_test) -> (mean, var)`` giving
+    exactly what :func:`posterior_moments` gives for the same arguments (one Cholesky factor of
+    K + Σ, computed here; the test rows are reduced to their unique rows as there)."""
+    cond = _Conditioner(kernel, a, x_train, y_train, noise_var_train)
+
+    def predict(x_test) -> tuple[np.ndarray, np.ndarray]:
+        xs = _check_x(kernel, x_test, "x_test")
+        if xs.shape[0] == 0:
+            return np.zeros(0), np.zeros(0)
+        xu, inv = _unique_rows(xs)
+        mean, var, _ = cond.moments(xu)
+        return mean[inv], var[inv]
+
+    return predict

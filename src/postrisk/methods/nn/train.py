@@ -1,0 +1,195 @@
+"""The one training loop all neural methods share (paper App. C.4).
+
+API
+---
+``nadamw(learning_rate, momentum, weight_decay) -> optax.GradientTransformation``
+    ``clip_by_global_norm(1.0)`` then ``optax.nadamw(lr, b1=momentum, b2=0.999, eps=1e-8,
+    weight_decay=weight_decay)`` (constant lr, decoupled weight decay). Cached: the same
+    settings return the same object, so jitted training is reused across fits.
+
+``train(loss_fn, params, state, x, y, *, optimizer, n_epochs, batch_size, key, n_members=None,
+member_rows=None, progress=None) -> (params, state, history)``
+    ``loss_fn(params, state, xb, yb, key) -> (loss, new_state)`` is the loss of ONE member on
+    one minibatch (a scalar, normally the mean over the batch plus penalties; ``state`` is any
+    pytree carried between steps and not differentiated, e.g. spectral-norm vectors — use
+    ``{}`` when there is none; ``key`` is a fresh PRNG key per step for dropout etc.).
+    ``optimizer`` is any optax ``GradientTransformation`` (e.g. :func:`nadamw`, or DKL's own
+    AdamW with a warm-up cosine schedule). ``x`` (n, ...) and ``y`` (n, ...) are the training
+    arrays (``jnp.asarray``: float32, or float64 under ``jax.enable_x64(True)``).
+
+    Epochs: each epoch draws a fresh random permutation of the rows (argsort of uniforms) and
+    runs ``ceil(n/batch_size)`` steps on batches of exactly ``batch_size`` rows; the last batch
+    is completed with rows from the start of the same permutation, so every row is used at
+    least once per epoch and every step has the same shape. ``batch_size=None`` (or ≥ n) =
+    full batch, one step per epoch, no shuffling. The whole loop is jitted (``lax.scan`` over
+    steps inside a ``lax.fori_loop`` over epochs) and compiled once per (loss_fn, optimizer,
+    shapes, settings) — pass the same ``loss_fn`` and optimizer objects to reuse it; the
+    epochs run in ~10 chunks so ``progress`` (a callable taking one line of text) hears about
+    each ~10%.
+
+    Members ("members vmapped as one model"): with ``n_members = M`` every leaf of ``params``
+    and ``state`` has a leading member axis M, the optimiser state is per member (``init`` and
+    ``update`` vmapped) and member i trains with key ``jax.random.split(key, M)[i]`` — exactly
+    as ``train(..., key=split[i])`` would train it alone (its own shuffling, its own gradient
+    clipping; the joint loss is the sum over members of the per-member mean-over-batch loss).
+    ``member_rows`` (M, n_sub) integer array: member i trains only on rows
+    ``member_rows[i]`` (bagging; equal sizes, repeats allowed for resampling with replacement).
+
+    ``history = {"loss": per-epoch mean training loss, shape (n_epochs,) or (M, n_epochs),
+    "seconds": wall time of the loop including compilation}``.
+
+Keys: the per-epoch key is ``fold_in(member_key, epoch)``; it is split into the permutation key
+and one key per step.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+#: Global-norm gradient clipping threshold of the shared optimiser (App. C.4).
+CLIP_NORM = 1.0
+
+LossFn = Callable[[Any, Any, jax.Array, jax.Array, jax.Array], tuple[jax.Array, Any]]
+
+
+@functools.lru_cache(maxsize=64)
+def nadamw(learning_rate: float, momentum: float, weight_decay: float,
+           ) -> optax.GradientTransformation:
+    """Global-norm clip 1, then NAdamW(lr, β₁ = momentum, β₂ = 0.999, ε = 1e-8, wd)."""
+    return optax.chain(
+        optax.clip_by_global_norm(CLIP_NORM),
+        optax.nadamw(float(learning_rate), b1=float(momentum), b2=0.999, eps=1e-8,
+                     weight_decay=float(weight_decay)),
+    )
+
+
+def steps_per_epoch(n_rows: int, batch_size: int | None) -> tuple[int, int]:
+    """(steps per epoch, rows per step) for ``n_rows`` rows (``None`` or ≥ n: full batch)."""
+    if batch_size is None or batch_size >= n_rows:
+        return 1, n_rows
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    return math.ceil(n_rows / batch_size), int(batch_size)
+
+
+def _epoch(carry: tuple, x: jax.Array, y: jax.Array, epoch_key: jax.Array, *,
+           loss_fn: LossFn, optimizer: optax.GradientTransformation,
+           batch_size: int | None) -> tuple[tuple, jax.Array]:
+    """One epoch of one member: shuffled minibatch steps; returns (carry, mean step loss)."""
+    n = x.shape[0]
+    n_steps, rows = steps_per_epoch(n, batch_size)
+    perm_key, steps_key = jax.random.split(epoch_key)
+    step_keys = jax.random.split(steps_key, n_steps)
+    if n_steps == 1 and rows == n:
+        index = jnp.arange(n)[None, :]
+    else:
+        perm = jnp.argsort(jax.random.uniform(perm_key, (n,)))
+        pad = n_steps * rows - n
+        index = jnp.concatenate([perm, perm[:pad]]).reshape(n_steps, rows)
+
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    def step(carry: tuple, inputs: tuple) -> tuple[tuple, jax.Array]:
+        params, state, opt_state = carry
+        idx, key = inputs
+        (loss, new_state), grads = grad_fn(params, state, x[idx], y[idx], key)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        return (params, new_state, opt_state), loss
+
+    carry, losses = jax.lax.scan(step, carry, (index, step_keys))
+    return carry, losses.mean()
+
+
+def _epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, key: jax.Array,
+            start: jax.Array, stop: jax.Array, **settings: Any) -> tuple[tuple, jax.Array]:
+    """Epochs ``start ≤ e < stop`` of one member; writes each epoch's loss into ``losses``."""
+
+    def body(epoch: jax.Array, value: tuple) -> tuple:
+        carry, losses = value
+        carry, loss = _epoch(carry, x, y, jax.random.fold_in(key, epoch), **settings)
+        return carry, losses.at[epoch].set(loss)
+
+    return jax.lax.fori_loop(start, stop, body, (carry, losses))
+
+
+@functools.partial(jax.jit, static_argnames=("loss_fn", "optimizer", "batch_size", "members"))
+def _run_epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, keys: jax.Array,
+                start: jax.Array, stop: jax.Array, *, loss_fn: LossFn,
+                optimizer: optax.GradientTransformation, batch_size: int | None,
+                members: bool) -> tuple[tuple, jax.Array]:
+    run = functools.partial(_epochs, loss_fn=loss_fn, optimizer=optimizer,
+                            batch_size=batch_size)
+    if members:
+        run = jax.vmap(run, in_axes=(0, 0, 0, 0, 0, None, None))
+    return run(carry, losses, x, y, keys, start, stop)
+
+
+def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
+          optimizer: optax.GradientTransformation, n_epochs: int, batch_size: int | None,
+          key: jax.Array, n_members: int | None = None, member_rows: Any = None,
+          progress: Callable[[str], None] | None = None) -> tuple[Any, Any, dict]:
+    """Train one model or ``n_members`` vmapped members (see the module docstring)."""
+    n_epochs = int(n_epochs)
+    if n_epochs < 1:
+        raise ValueError(f"n_epochs must be >= 1, got {n_epochs}")
+    x = jnp.asarray(x)  # float32, or float64 inside ``jax.enable_x64(True)``
+    y = jnp.asarray(y)
+    members = n_members is not None
+    if member_rows is not None:
+        if not members:
+            raise ValueError("member_rows needs n_members")
+        rows = np.asarray(member_rows)
+        if rows.ndim != 2 or rows.shape[0] != n_members:
+            raise ValueError(f"member_rows must have shape ({n_members}, n_sub), got "
+                             f"{rows.shape}")
+        x, y = x[rows], y[rows]
+    elif members:
+        # every member sees all rows: the same compiled loop as with member_rows
+        x = jnp.broadcast_to(x, (int(n_members), *x.shape))
+        y = jnp.broadcast_to(y, (int(n_members), *y.shape))
+    n_rows = x.shape[1] if members else x.shape[0]
+    if batch_size is not None:
+        batch_size = int(batch_size)
+        if batch_size >= n_rows:
+            batch_size = None
+
+    # the loss buffer's length is a power of two ≥ n_epochs, so nearby epoch counts share
+    # one compilation
+    buffer = max(16, 1 << (n_epochs - 1).bit_length())
+    if members:
+        keys = jax.random.split(key, int(n_members))
+        opt_state = jax.vmap(optimizer.init)(params)
+        losses = jnp.zeros((int(n_members), buffer), dtype=float)
+    else:
+        keys = key
+        opt_state = optimizer.init(params)
+        losses = jnp.zeros((buffer,), dtype=float)
+
+    carry = (params, state, opt_state)
+    chunk = max(1, math.ceil(n_epochs / 10))
+    t0 = time.perf_counter()
+    start = 0
+    while start < n_epochs:
+        stop = min(start + chunk, n_epochs)
+        carry, losses = _run_epochs(carry, losses, x, y, keys, jnp.int32(start),
+                                    jnp.int32(stop), loss_fn=loss_fn, optimizer=optimizer,
+                                    batch_size=batch_size, members=members)
+        if progress is not None:
+            last = np.asarray(losses[..., stop - 1])
+            progress(f"epoch {stop}/{n_epochs}: loss {float(np.mean(last)):.4g} "
+                     f"({time.perf_counter() - t0:.1f} s)")
+        start = stop
+    params, state, _ = carry
+    jax.block_until_ready(params)
+    history = {"loss": np.asarray(losses)[..., :n_epochs], "seconds": time.perf_counter() - t0}
+    return params, state, history

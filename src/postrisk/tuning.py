@@ -1,0 +1,266 @@
+"""Hyper-parameter tuning (SPEC §10; paper App. C, "Hyperparameter tuning").
+
+One sweep per (method, condition): Optuna's TPE sampler (the paper used a hosted W&B Bayesian
+sweep) proposes ``n_trials`` configurations from the search space declared beside the method,
+minus the entries fixed by the configuration (``method_settings``: "entries with a single value
+are fixed"). Every trial fits the method on a uniformly random 80% of the condition's seed-0
+training sample and scores it on the remaining 20% by the mean Gaussian negative log-likelihood
+of the targets under N(mean, AU + EU) (:func:`gaussian_nll`). Tuning never sees evaluation
+points or any oracle quantity. The best trial's configuration is the condition's winner, used
+for every seed.
+
+Resumable and reproducible:
+
+* Trials are recorded in an Optuna journal file (``JournalStorage`` over a
+  ``JournalFileBackend``) as they finish, so a sweep killed half-way resumes from its journal
+  and only runs the missing trials. The study name carries a digest of everything that defines
+  the sweep (method, search space, fixed entries, split, trial budget), so a changed sweep
+  never reuses stale trials.
+* Trial k is proposed by a TPE sampler seeded with ``sampler_seed + k`` from the finished trials
+  0…k−1. The proposal therefore depends only on the history, never on how many processes the
+  sweep took: an interrupted-then-resumed sweep proposes exactly the configurations an
+  uninterrupted one does. A trial left ``RUNNING`` by a killed process is closed as failed
+  (without an ``error`` attribute, which real failures carry) and repeated.
+* A configuration already scored in this sweep is not refitted (TPE can propose a categorical
+  configuration twice); its value is reused and the trial records ``repeat_of``.
+* A trial whose fit fails (an exception or an invalid output, see
+  :func:`postrisk.methods.base.run_fit`) is recorded as failed with its error; TPE ignores it.
+  With no successful trial the winner is the method's defaults plus the fixed entries, and the
+  result says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from postrisk import seeding
+from postrisk.methods.base import config_json, run_fit
+
+TUNING_SCHEMA = "tuning-1"
+
+
+def gaussian_nll(y, mean, var) -> float:
+    """Mean Gaussian negative log-likelihood ½ log(2πv) + (y − μ)²/(2v) over the points.
+
+    ``inf`` when any variance is not positive (a method may predict zero total variance).
+    """
+    y, mean, var = (np.asarray(a, dtype=np.float64) for a in (y, mean, var))
+    if y.shape != mean.shape or y.shape != var.shape:
+        raise ValueError(f"shapes differ: y {y.shape}, mean {mean.shape}, var {var.shape}")
+    if np.any(var <= 0):
+        return math.inf
+    return float(np.mean(0.5 * np.log(2.0 * math.pi * var) + (y - mean) ** 2 / (2.0 * var)))
+
+
+def split_indices(n: int, validation_fraction: float, *key: object) -> tuple[np.ndarray,
+                                                                                 np.ndarray]:
+    """A uniformly random (fit, validation) split of ``n`` rows, fixed by ``key``.
+
+    The validation part has ``round(validation_fraction·n)`` rows (at least 1, leaving at least
+    2 to fit); both index arrays are sorted.
+    """
+    if not 0.0 < validation_fraction < 1.0:
+        raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction}")
+    n_val = min(max(1, int(round(validation_fraction * n))), n - 2)
+    if n_val < 1:
+        raise ValueError(f"need at least 3 rows to split for tuning, got {n}")
+    perm = seeding.rng("tuning-split", *key).permutation(n)
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def searched_space(method_cls, fixed: Mapping[str, Any]) -> dict[str, tuple]:
+    """The method's declared search space without the entries ``fixed`` by the configuration."""
+    unknown = sorted(set(fixed) - set(method_cls.defaults))
+    if unknown:
+        raise ValueError(f"{method_cls.name}: fixed settings {unknown} are not hyper-parameters "
+                         f"(allowed: {', '.join(sorted(method_cls.defaults))})")
+    return {k: v for k, v in method_cls.search_space.items() if k not in fixed}
+
+
+def suggest(trial, space: Mapping[str, tuple]) -> dict[str, Any]:
+    """Draw one configuration of ``space`` (the :func:`validate_search_space` format)."""
+    params: dict[str, Any] = {}
+    for name, spec in space.items():
+        kind = spec[0]
+        if kind == "categorical":
+            params[name] = trial.suggest_categorical(name, list(spec[1]))
+        else:
+            log = len(spec) == 4 and spec[3] == "log"
+            if kind == "int":
+                params[name] = trial.suggest_int(name, spec[1], spec[2], log=log)
+            else:
+                params[name] = trial.suggest_float(name, spec[1], spec[2], log=log)
+    return params
+
+
+@dataclass
+class TuningResult:
+    """A finished sweep: the winner (``config``: every hyper-parameter) and every trial."""
+
+    method: str
+    study_name: str
+    n_trials: int
+    config: dict
+    searched: dict
+    best_value: float | None
+    best_trial: int | None
+    trials: list[dict] = field(default_factory=list)
+    split: dict = field(default_factory=dict)
+    note: str = ""
+    schema_version: str = TUNING_SCHEMA
+
+    def to_json(self) -> str:
+        payload = asdict(self)
+        return json.dumps(payload, indent=2, sort_keys=True, default=_jsonable) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> TuningResult:
+        payload = json.loads(text)
+        if payload.get("schema_version") != TUNING_SCHEMA:
+            raise ValueError(f"not a {TUNING_SCHEMA} tuning result "
+                             f"(schema_version {payload.get('schema_version')!r})")
+        return cls(**payload)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"{obj!r} is not JSON-serialisable")
+
+
+def _study_digest(method: str, space: Mapping, fixed: Mapping, split: Mapping,
+                  n_trials: int, startup_trials: int, sampler_seed: int) -> str:
+    from postrisk import __version__
+
+    text = config_json({"method": method, "postrisk": __version__, "space": {k: list(v) for k, v in space.items()},
+                        "fixed": dict(fixed), "split": dict(split), "n_trials": n_trials,
+                        "startup_trials": startup_trials, "sampler_seed": sampler_seed})
+    return f"{seeding.stable_hash(text):032x}"[:16]
+
+
+def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, Any] | None = None,
+         n_trials: int = 30, startup_trials: int = 10, validation_fraction: float = 0.2,
+         split_key: tuple = (), sampler_seed: int = 0, random_state: int = 0,
+         n_threads: int = 1, max_new_trials: int | None = None,
+         progress: Callable[[str], None] | None = print) -> TuningResult:
+    """Run (or resume) the sweep of ``method`` (registry name or class) on the training sample
+    (``x``, ``y``).
+
+    ``journal``: the Optuna journal file (created if missing; appended to). ``fixed``: entries
+    not searched. ``split_key``: key of the fixed 80/20 split (the condition). ``random_state``
+    and ``n_threads`` go to every trial's fit. ``max_new_trials`` stops after that many new trials
+    in this call (an interruption, for tests); the result then covers the trials so far.
+    """
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from optuna.trial import TrialState
+
+    from postrisk.methods.base import _resolve
+
+    say = progress if progress is not None else (lambda _msg: None)
+    cls = _resolve(method)
+    method = cls.name
+    fixed = dict(fixed or {})
+    space = searched_space(cls, fixed)
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1, got {n_trials}")
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    fit_idx, val_idx = split_indices(len(y), validation_fraction, *split_key)
+    split = {"validation_fraction": validation_fraction, "key": [str(k) for k in split_key],
+             "n_fit": int(fit_idx.size), "n_validation": int(val_idx.size)}
+    study_name = f"{method}-{_study_digest(method, space, fixed, split, n_trials, startup_trials, sampler_seed)}"  # noqa: E501
+    defaults = {**cls.defaults, **fixed}
+    if not space:
+        say(f"[tune {method}] nothing to search (every entry fixed or no search space)")
+        return TuningResult(method=method, study_name=study_name, n_trials=0,
+                            config=dict(defaults), searched={}, best_value=None,
+                            best_trial=None, split=split, note="nothing to search")
+
+    Path(journal).parent.mkdir(parents=True, exist_ok=True)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = JournalStorage(JournalFileBackend(str(journal)))
+    study = optuna.create_study(study_name=study_name, storage=storage, direction="minimize",
+                                load_if_exists=True)
+
+    def finished():
+        """Scored trials and real failures (which carry an ``error``), in order."""
+        return [t for t in study.get_trials(deepcopy=False)
+                if t.state == TrialState.COMPLETE
+                or (t.state == TrialState.FAIL and "error" in t.user_attrs)]
+
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        # left running by a killed process: closed as failed without an error, and repeated
+        study.tell(t.number, state=TrialState.FAIL)
+    done = finished()
+    if done:
+        say(f"[tune {method}] resuming {study_name} from {journal}: {len(done)} of {n_trials} "
+            "trials finished")
+    x_fit, y_fit, x_val, y_val = x[fit_idx], y[fit_idx], x[val_idx], y[val_idx]
+    new = 0
+    while len(done) < n_trials and (max_new_trials is None or new < max_new_trials):
+        k = len(done)
+        study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + k,
+                                                   n_startup_trials=startup_trials)
+        trial = study.ask()
+        params = suggest(trial, space)
+        key = config_json(params)
+        seen = {config_json(t.params): t for t in done if t.state == TrialState.COMPLETE}
+        t0 = time.perf_counter()
+        if key in seen:
+            trial.set_user_attr("repeat_of", seen[key].number)
+            study.tell(trial, seen[key].value)
+            status = f"repeat of trial {seen[key].number}: NLL {seen[key].value:.4f}"
+        else:
+            record = run_fit(cls, {**fixed, **params}, x_fit, y_fit, x_val,
+                             random_state=random_state, n_threads=n_threads)
+            value = (gaussian_nll(y_val, record.mean, record.prediction().total_var)
+                     if record.ok else math.nan)
+            if record.ok and math.isfinite(value):
+                study.tell(trial, value)
+                status = f"NLL {value:.4f}"
+            else:
+                error = record.error or "non-finite validation NLL (zero total variance)"
+                trial.set_user_attr("error", error[:2000])
+                study.tell(trial, state=TrialState.FAIL)
+                status = f"failed: {error[:200]}"
+        new += 1
+        done = finished()
+        say(f"[tune {method}] trial {k + 1}/{n_trials} ({time.perf_counter() - t0:.1f} s) "
+            f"{status}")
+
+    trials = [{"number": t.number, "state": t.state.name, "value": t.value,
+               "params": dict(t.params), "seconds": _seconds(t),
+               **{k: v for k, v in t.user_attrs.items()}} for t in done]
+    complete = [t for t in done if t.state == TrialState.COMPLETE]
+    if complete:
+        best = min(complete, key=lambda t: (t.value, t.number))
+        config = {**defaults, **best.params}
+        result = TuningResult(method=method, study_name=study_name, n_trials=n_trials,
+                              config=config, searched=dict(best.params),
+                              best_value=float(best.value), best_trial=best.number,
+                              trials=trials, split=split)
+        say(f"[tune {method}] best trial {best.number}: NLL {best.value:.4f} "
+            f"{config_json(best.params)}")
+    else:
+        result = TuningResult(method=method, study_name=study_name, n_trials=n_trials,
+                              config=dict(defaults), searched={}, best_value=None,
+                              best_trial=None, trials=trials, split=split,
+                              note="no successful trial: the defaults are used")
+        say(f"[tune {method}] no successful trial in {len(done)}; using the defaults")
+    return result
+
+
+def _seconds(trial) -> float | None:
+    if trial.datetime_start is None or trial.datetime_complete is None:
+        return None
+    return (trial.datetime_complete - trial.datetime_start).total_seconds()

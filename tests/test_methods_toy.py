@@ -1,0 +1,68 @@
+"""SPEC §13: every implemented method on the fixed 1-D toy, with its stated expectations.
+
+Each method is fitted with its DEFAULT hyper-parameters (random states 0, 1, 2) through
+``run_fit`` — the workflow's own path — on the toy of ``postrisk.methods.toy`` (never retuned to
+pass). Expectations (SPEC §13):
+
+* heteroscedastic AU (``vlgp``, ``sngp_het``): Spearman(AU, σ²_ε) ≥ 0.7 on ``in``;
+* ``gp``, ``vlgp``, ``sngp_het``: EU-AUROC ≥ 0.8 for ``beyond`` vs ``in`` and ``gap`` vs ``in``;
+* ``blr``: ``beyond`` vs ``in`` only;
+* every other method: its measured values, recorded here, with the reason where it fails.
+"""
+
+import pytest
+
+from postrisk.methods.base import run_fit
+from postrisk.methods.toy import toy_behaviour, toy_problem
+
+THRESHOLD_AU = 0.7
+THRESHOLD_EU = 0.8
+
+#: method -> (heteroscedastic AU expected, regions whose EU-AUROC vs ``in`` must reach 0.8)
+EXPECTED = {
+    "blr": (False, ("beyond",)),
+    "gp": (False, ("beyond", "gap")),
+    "vlgp": (True, ("beyond", "gap")),
+    "sngp_het": (True, ("beyond", "gap")),
+    # SPEC §13 states no EU expectation for DKL; measured at writing (random states 0/1/2):
+    # EU-AUROC beyond 0.999/1.000/0.999, gap 0.946/0.985/1.000; RMSE on `in` 0.043/0.030/0.031.
+    # Asserted as measured-and-recorded, below.
+    "dkl": (False, ()),
+}
+
+#: Recorded, not required by SPEC §13 (the paper's explanation in the comment).
+RECORDED = {
+    # A linear model's EU xᵀS_N x is smallest at the training mean, which lies in the gap:
+    # the gap gets the *lowest* EU (measured 0.014), so gap-vs-in fails by construction.
+    ("blr", "gap"): (0.0, 0.1),
+    # DKL's features are learned on the data; measured 0.946–1.000 above.
+    ("dkl", "beyond"): (0.9, 1.0),
+    ("dkl", "gap"): (0.8, 1.0),
+}
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return toy_problem(0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("random_state", [0, 1, 2])
+@pytest.mark.parametrize("method", list(EXPECTED))
+def test_toy_behaviour(method, random_state, toy):
+    record = run_fit(method, {}, toy.x_train, toy.y_train, toy.x_eval,
+                     random_state=random_state, n_threads=2)
+    assert record.ok, record.error
+    got = toy_behaviour(toy, record.mean, record.aleatoric_var, record.epistemic_var)
+    heteroscedastic, regions = EXPECTED[method]
+    if heteroscedastic:
+        assert got["au_spearman_in"] >= THRESHOLD_AU, got
+    else:
+        assert got["au_spearman_in"] is None, got  # constant AU: not applicable
+    for region in regions:
+        assert got[f"eu_auroc_{region}"] >= THRESHOLD_EU, (region, got)
+    for (name, region), (low, high) in RECORDED.items():
+        if name == method:
+            assert low <= got[f"eu_auroc_{region}"] <= high, (region, got)
+    # every method's mean fits the toy where it has data (noise SD 0.05–0.3)
+    assert got["rmse_in"] < (0.5 if method == "blr" else 0.1), got

@@ -1,0 +1,143 @@
+"""Tuning (SPEC §10): the objective, the split, determinism, resumption and failed trials."""
+
+import json
+import math
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from postrisk.methods.base import Prediction, UncertaintyMethod, run_fit
+from postrisk.tuning import TuningResult, gaussian_nll, split_indices, tune
+
+
+def data(n=150, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(size=(n, 3))
+    return x, x @ np.array([1.0, -2.0, 0.5]) + 0.3 * rng.standard_normal(n)
+
+
+class ShrunkMean(UncertaintyMethod):
+    """A toy method: mean = shrink·ȳ + slope·x₀; AU = au; EU = eu; raises when shrink > 0.9."""
+
+    name: ClassVar[str] = "shrunk_mean"
+    display_name: ClassVar[str] = "toy"
+    defaults: ClassVar[dict] = {"shrink": 0.5, "au": 1.0, "eu": 0.0, "kind": "a"}
+    search_space: ClassVar[dict] = {"shrink": ("float", 0.0, 1.0), "au": ("float", 0.01, 10.0,
+                                                                          "log"),
+                                    "kind": ("categorical", ["a", "b"])}
+    fits = 0
+
+    def fit(self, x, y):
+        type(self).fits += 1
+        if self.shrink > 0.9:
+            raise RuntimeError("shrink too large")
+        self.m_ = self.shrink * float(np.mean(y))
+        return self
+
+    def predict(self, x):
+        m = np.full(len(x), self.m_)
+        return Prediction(m, np.full(len(x), self.au), np.full(len(x), self.eu))
+
+
+def test_gaussian_nll_by_hand():
+    # ½ log(2π·4) + (3 − 1)²/(2·4) = ½ log 8π + ½
+    assert gaussian_nll([3.0], [1.0], [4.0]) == pytest.approx(0.5 * math.log(8 * math.pi) + 0.5)
+    # the mean over points
+    two = gaussian_nll([3.0, 0.0], [1.0, 0.0], [4.0, 1.0])
+    assert two == pytest.approx(0.5 * (0.5 * math.log(8 * math.pi) + 0.5
+                                       + 0.5 * math.log(2 * math.pi)))
+    assert gaussian_nll([0.0], [0.0], [0.0]) == math.inf
+    with pytest.raises(ValueError, match="shapes"):
+        gaussian_nll([0.0, 1.0], [0.0], [1.0])
+
+
+def test_split_is_uniform_fixed_and_80_20():
+    fit, val = split_indices(101, 0.2, "concrete", "gp", "bump", "ood")
+    assert len(val) == 20 and len(fit) == 81
+    assert not set(fit) & set(val) and set(fit) | set(val) == set(range(101))
+    again = split_indices(101, 0.2, "concrete", "gp", "bump", "ood")
+    np.testing.assert_array_equal(val, again[1])
+    other = split_indices(101, 0.2, "concrete", "gp", "bump", "balanced")
+    assert not np.array_equal(val, other[1])
+    # not a block of rows: a uniformly random subset
+    assert val.max() - val.min() > 50
+    with pytest.raises(ValueError, match="validation_fraction"):
+        split_indices(10, 1.0)
+
+
+def test_objective_is_the_nll_of_au_plus_eu_on_the_held_out_rows(tmp_path):
+    x, y = data()
+    res = tune("blr", x, y, journal=tmp_path / "j.log", n_trials=5, startup_trials=2,
+               split_key=("c",), progress=None)
+    fit, val = split_indices(len(y), 0.2, "c")
+    rec = run_fit("blr", res.config, x[fit], y[fit], x[val], random_state=0)
+    expect = gaussian_nll(y[val], rec.mean, rec.aleatoric_var + rec.epistemic_var)
+    assert res.best_value == pytest.approx(expect, rel=1e-12)
+    assert res.best_value == min(t["value"] for t in res.trials if t["state"] == "COMPLETE")
+    assert res.split == {"validation_fraction": 0.2, "key": ["c"], "n_fit": 120,
+                         "n_validation": 30}
+
+
+def test_same_seed_same_configuration_and_fixed_entries_are_not_searched(tmp_path):
+    x, y = data(seed=1)
+    kw = dict(n_trials=8, startup_trials=3, split_key=("c",), progress=None,
+              fixed={"eu": 0.25})
+    a = tune(ShrunkMean, x, y, journal=tmp_path / "a.log", **kw)
+    b = tune(ShrunkMean, x, y, journal=tmp_path / "b.log", **kw)
+    assert a.config == b.config and a.best_trial == b.best_trial
+    assert [t["params"] for t in a.trials] == [t["params"] for t in b.trials]
+    assert a.config["eu"] == 0.25 and "eu" not in a.searched
+    assert all(set(t["params"]) == {"shrink", "au", "kind"} for t in a.trials)
+    # another sampler seed proposes other configurations
+    c = tune(ShrunkMean, x, y, journal=tmp_path / "c.log", sampler_seed=7, **kw)
+    assert [t["params"] for t in c.trials] != [t["params"] for t in a.trials]
+    with pytest.raises(ValueError, match="not hyper-parameters"):
+        tune(ShrunkMean, x, y, journal=tmp_path / "d.log", fixed={"depth": 3}, progress=None)
+
+
+def test_an_interrupted_sweep_resumes_from_its_journal(tmp_path):
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    x, y = data(seed=2)
+    kw = dict(n_trials=10, startup_trials=3, split_key=("c",), progress=None)
+    whole = tune(ShrunkMean, x, y, journal=tmp_path / "whole.log", **kw)
+
+    journal = tmp_path / "parts.log"
+    first = tune(ShrunkMean, x, y, journal=journal, max_new_trials=4, **kw)
+    assert len(first.trials) == 4
+    # a process killed mid-trial leaves a RUNNING trial in the journal
+    storage = JournalStorage(JournalFileBackend(str(journal)))
+    optuna.load_study(study_name=first.study_name, storage=storage).ask()
+    ShrunkMean.fits = 0
+    lines = []
+    resumed = tune(ShrunkMean, x, y, journal=journal, **{**kw, "progress": lines.append})
+    assert any("resuming" in line and "4 of 10" in line for line in lines)
+    new_fits = sum("NLL" in ln or "failed" in ln for ln in lines if "trial" in ln and "/10" in ln)
+    assert new_fits == 6 and ShrunkMean.fits <= 6  # repeats of a configuration are not refitted
+    assert [t["params"] for t in resumed.trials] == [t["params"] for t in whole.trials]
+    assert resumed.config == whole.config and resumed.best_value == whole.best_value
+    # a finished sweep resumed again runs nothing
+    ShrunkMean.fits = 0
+    again = tune(ShrunkMean, x, y, journal=journal, **kw)
+    assert ShrunkMean.fits == 0 and again.config == whole.config
+    # the result round-trips through JSON
+    assert TuningResult.from_json(again.to_json()).config == again.config
+
+
+def test_failed_trials_are_recorded_and_all_failing_falls_back_to_defaults(tmp_path):
+    x, y = data(seed=3)
+    res = tune(ShrunkMean, x, y, journal=tmp_path / "f.log", n_trials=12, startup_trials=12,
+               split_key=("c",), progress=None)
+    failed = [t for t in res.trials if t["state"] == "FAIL"]
+    assert failed and all("shrink too large" in t["error"] for t in failed)
+    assert all(t["params"]["shrink"] > 0.9 for t in failed)
+    assert res.config["shrink"] <= 0.9
+    doomed = tune(ShrunkMean, x, y, journal=tmp_path / "g.log", n_trials=3, startup_trials=3,
+                  fixed={"shrink": 0.95}, split_key=("c",), progress=None)
+    assert doomed.best_trial is None and "defaults" in doomed.note
+    assert doomed.config == {**ShrunkMean.defaults, "shrink": 0.95}
+    payload = json.loads(doomed.to_json())
+    assert payload["schema_version"] == "tuning-1" and len(payload["trials"]) == 3
