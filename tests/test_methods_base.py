@@ -123,7 +123,8 @@ def test_registry():
     assert METHODS["blr"] is BayesianLinearRegression
     assert set(METHODS) <= set(config.METHODS)
     assert get_method("blr") is BayesianLinearRegression
-    with pytest.raises(KeyError, match="unknown method 'gpx'; implemented: blr, dkl, gp, sngp_het, vlgp"):
+    with pytest.raises(KeyError,
+                       match="unknown method 'gpx'; implemented: blr, dkl, gp, sngp_het, vlgp"):
         get_method("gpx")
     m = make_method("blr", {"tol": 1e-6}, random_state=4, n_threads=1)
     assert isinstance(m, BayesianLinearRegression) and m.tol == 1e-6 and m.random_state == 4

@@ -140,8 +140,8 @@ def _study_digest(method: str, space: Mapping, fixed: Mapping, split: Mapping,
                   n_trials: int, startup_trials: int, sampler_seed: int) -> str:
     from postrisk import __version__
 
-    text = config_json({"method": method, "postrisk": __version__, "space": {k: list(v) for k, v in space.items()},
-                        "fixed": dict(fixed), "split": dict(split), "n_trials": n_trials,
+    text = config_json({"method": method, "postrisk": __version__,
+                        "space": {k: list(v) for k, v in space.items()}, "fixed": dict(fixed), "split": dict(split), "n_trials": n_trials,
                         "startup_trials": startup_trials, "sampler_seed": sampler_seed})
     return f"{seeding.stable_hash(text):032x}"[:16]
 
@@ -178,7 +178,8 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     fit_idx, val_idx = split_indices(len(y), validation_fraction, *split_key)
     split = {"validation_fraction": validation_fraction, "key": [str(k) for k in split_key],
              "n_fit": int(fit_idx.size), "n_validation": int(val_idx.size)}
-    study_name = f"{method}-{_study_digest(method, space, fixed, split, n_trials, startup_trials, sampler_seed)}"  # noqa: E501
+    digest = _study_digest(method, space, fixed, split, n_trials, startup_trials, sampler_seed)
+    study_name = f"{method}-{digest}"
     defaults = {**cls.defaults, **fixed}
     if not space:
         say(f"[tune {method}] nothing to search (every entry fixed or no search space)")
