@@ -141,7 +141,8 @@ def _study_digest(method: str, space: Mapping, fixed: Mapping, split: Mapping,
     from postrisk import __version__
 
     text = config_json({"method": method, "postrisk": __version__,
-                        "space": {k: list(v) for k, v in space.items()}, "fixed": dict(fixed), "split": dict(split), "n_trials": n_trials,
+                        "space": {k: list(v) for k, v in space.items()}, "fixed": dict(fixed),
+                        "split": dict(split), "n_trials": n_trials,
                         "startup_trials": startup_trials, "sampler_seed": sampler_seed})
     return f"{seeding.stable_hash(text):032x}"[:16]
 
