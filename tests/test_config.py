@@ -62,12 +62,32 @@ def test_unknown_key_and_seed_consistency(paper):
 
 def test_presets_merge_and_validate(repo):
     demo = load_config(repo / "config.yaml", repo / "presets" / "demo.yaml")
-    assert demo["scale"] == "demo" and demo["sizes"]["n_eval_cap"] == 1000
+    assert demo["scale"] == "demo" and demo["sizes"]["n_eval_cap"] == 600
     assert demo["covariates"]["prefer_offline_package"] is True
+    # tuning merges key by key: the demo's short sweep keeps the paper's validation split
+    assert demo["tuning"]["trials"] == 6 and demo["tuning"]["validation_fraction"] == 0.2
+    assert demo["fit_batch"] is True and demo["posterior_batch"] is True
     assert demo["covariates"]["raw_dir"] == "resources/raw"  # merged, not replaced
     assert guard_message(demo) is None
     smoke = load_config(repo / "config.yaml", repo / "presets" / "smoke.yaml")
     assert smoke["sizes"]["n_eval_cap"] == 150 and smoke["priors"] == ["gp"]
+
+
+def test_tuning_grid_narrows_the_tuned_conditions(paper):
+    from postrisk.config import is_tuned, tuned_methods
+
+    cond = ("concrete", "gp", "bump", "ood")
+    assert tuned_methods(paper) == ["blr", "gp", "vlgp", "dkl", "sngp_het"]
+    assert is_tuned(paper, "dkl", cond)
+    narrowed = validate_config(dict(paper, tuning=dict(paper["tuning"], methods=["dkl"],
+                                                       grid={"noise_modes": ["bump"]})))
+    assert is_tuned(narrowed, "dkl", cond)
+    assert not is_tuned(narrowed, "gp", cond)
+    assert not is_tuned(narrowed, "dkl", ("concrete", "gp", "edges", "ood"))
+    with pytest.raises(ConfigError, match="tuning.validation_fraction"):
+        validate_config(dict(paper, tuning=dict(paper["tuning"], validation_fraction=1.0)))
+    with pytest.raises(ConfigError, match="tuning.grid"):
+        validate_config(dict(paper, tuning=dict(paper["tuning"], grid={"seeds": [0]})))
 
 
 def test_guard_stops_full_grid_unless_confirmed(paper):

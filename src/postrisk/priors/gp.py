@@ -180,13 +180,7 @@ class _Conditioner:
 def posterior_moments(kernel: Kernel, a: float, x_train, y_train, noise_var_train,
                       x_test) -> tuple[np.ndarray, np.ndarray]:
     """Exact posterior mean (m,) and marginal variance (m,) of f at ``x_test``."""
-    cond = _Conditioner(kernel, a, x_train, y_train, noise_var_train)
-    xs = _check_x(kernel, x_test, "x_test")
-    if xs.shape[0] == 0:
-        return np.zeros(0), np.zeros(0)
-    xu, inv = _unique_rows(xs)
-    mean, var, _ = cond.moments(xu)
-    return mean[inv], var[inv]
+    return posterior_predictor(kernel, a, x_train, y_train, noise_var_train)(x_test)
 
 
 def posterior_covariance(kernel: Kernel, a: float, x_train, y_train, noise_var_train,
@@ -227,9 +221,9 @@ def posterior_draws(kernel: Kernel, a: float, x_train, y_train, noise_var_train,
 
 
 def posterior_predictor(kernel: Kernel, a: float, x_train, y_train, noise_var_train):
-    """Condition once, predict many times: returns ``predict(x_test) -> (mean, var)`` giving
-    exactly what :func:`posterior_moments` gives for the same arguments (one Cholesky factor of
-    K + Σ, computed here; the test rows are reduced to their unique rows as there)."""
+    """Condition once, predict many times: returns ``predict(x_test) -> (mean, var)``, the exact
+    posterior mean and marginal variance of f (one Cholesky factor of K + Σ, computed here; the
+    test rows are reduced to their unique rows). :func:`posterior_moments` is one call of it."""
     cond = _Conditioner(kernel, a, x_train, y_train, noise_var_train)
 
     def predict(x_test) -> tuple[np.ndarray, np.ndarray]:
