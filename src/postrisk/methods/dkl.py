@@ -25,8 +25,8 @@ softplus(0) ≈ 0.69 for no modelling reason.
 The objective's Cholesky runs in LAPACK (``dpotrf``/``dpotrs``) through ``jax.pure_callback``
 with an exact custom gradient, ∂L/∂K = (K⁻¹ − ααᵀ)/(2n) with α = K⁻¹t (``dpotri``): about three
 times cheaper per step at n = 2000 than differentiating through ``jnp.linalg.cholesky`` on CPU.
-The shared loop hands the loss its data in float32 (it casts x and y); the network promotes
-them to float64 at the first layer, so K, its factor and the gradient are float64 throughout.
+The shared loop passes the data in the caller's precision (float64 here), so K, its factor and
+the gradient are float64 throughout.
 BLAS/LAPACK threads are limited to ``n_threads`` during ``fit`` and ``predict``.
 
 Positive parameters are softplus of unconstrained values, initialised at the given initial
@@ -437,7 +437,7 @@ def _objective(spec: BackboneSpec):
     def loss_fn(params, state, xb, tb, key):
         del key  # deterministic: no dropout
         loss = _exact_objective(spec, params, state, xb, tb)
-        # The loop records losses in float32; the cast keeps the gradient exact (its
+        # Recorded as float32 in the loop's history; the cast keeps the gradient exact (its
         # cotangent is 1) while the objective itself is computed in float64.
         return loss.astype(jnp.float32), state
 
