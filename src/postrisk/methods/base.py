@@ -252,7 +252,9 @@ def _failed(label: str, m: int, config: dict, error: str, fit_s: float,
                      config=config, error=error)
 
 
-def _thread_limit(n_threads: int):
+def thread_limit(n_threads: int):
+    """A context limiting BLAS/LAPACK/OpenMP pools to ``n_threads`` (one home: ``run_fit`` and
+    methods whose ``fit``/``predict`` are also called directly use it)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
@@ -287,7 +289,7 @@ def run_fit(method_cls_or_name: type[UncertaintyMethod] | str, config: dict, x_t
         label = cls.name
         method = cls(random_state=random_state, n_threads=n_threads, **config)
         config = method.get_params()
-        with _thread_limit(n_threads):
+        with thread_limit(n_threads):
             phase = "fit"
             t0 = time.perf_counter()
             try:

@@ -62,9 +62,8 @@ import numpy as np
 import optax
 import scipy.linalg
 import scipy.linalg.lapack
-from threadpoolctl import threadpool_limits
 
-from postrisk.methods.base import Prediction, UncertaintyMethod
+from postrisk.methods.base import Prediction, UncertaintyMethod, thread_limit
 from postrisk.methods.nn.backbone import BackboneSpec, apply_backbone, init_backbone
 from postrisk.methods.nn.train import train
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
@@ -345,7 +344,7 @@ class DeepKernelLearning(UncertaintyMethod):
     def fit(self, x: np.ndarray, y: np.ndarray) -> DeepKernelLearning:
         x, y = as_training_data(x, y)
         h = self._checked_hyper()
-        with threadpool_limits(limits=self.n_threads):
+        with thread_limit(self.n_threads):
             return self._fit(x, y, h)
 
     def _fit(self, x: np.ndarray, y: np.ndarray, h: dict) -> DeepKernelLearning:
@@ -417,7 +416,7 @@ class DeepKernelLearning(UncertaintyMethod):
         if not hasattr(self, "posterior_"):
             raise RuntimeError("DeepKernelLearning.predict called before fit")
         x = as_inputs(x, self.scaler_.n_features)
-        with threadpool_limits(limits=self.n_threads):
+        with thread_limit(self.n_threads):
             mean, var = self.posterior_.predict(self.features(x))
         return Prediction(mean=self.scaler_.mean_to_target(mean),
                           aleatoric_var=np.full(x.shape[0],

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from postrisk.methods.base import Prediction, UncertaintyMethod
+from postrisk.methods.base import Prediction, UncertaintyMethod, thread_limit
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 
 #: ν → kernels.py component name.
@@ -112,11 +112,9 @@ class ExactGP(UncertaintyMethod):
 
     # -- interface -----------------------------------------------------------------------
     def fit(self, x: np.ndarray, y: np.ndarray) -> ExactGP:
-        from threadpoolctl import threadpool_limits
-
         # BLAS/LAPACK pools limited to n_threads (as run_fit does): small factorisations
         # with many threads are ~40x slower on a loaded 2-core machine.
-        with threadpool_limits(limits=self.n_threads):
+        with thread_limit(self.n_threads):
             return self._fit(x, y)
 
     def _fit(self, x: np.ndarray, y: np.ndarray) -> ExactGP:

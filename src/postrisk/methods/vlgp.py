@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from postrisk.methods.base import Prediction, UncertaintyMethod
+from postrisk.methods.base import Prediction, UncertaintyMethod, thread_limit
 from postrisk.methods.gp import INPUT_SCALE, matern_component
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 
@@ -216,11 +216,9 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
         return {"z": z, "f": f, "g": g}, learn_z
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> VariationalHeteroscedasticGP:
-        from threadpoolctl import threadpool_limits
-
         # BLAS/LAPACK pools limited to n_threads (as run_fit does): small factorisations
         # with many threads are ~40x slower on a loaded 2-core machine.
-        with threadpool_limits(limits=self.n_threads):
+        with thread_limit(self.n_threads):
             return self._fit(x, y)
 
     def _fit(self, x: np.ndarray, y: np.ndarray) -> VariationalHeteroscedasticGP:
