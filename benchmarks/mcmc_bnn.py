@@ -1,4 +1,4 @@
-"""BNN reference posterior (NumPyro NUTS, float64): time per instance, split-R̂, coverage.
+"""BNN reference posterior (NumPyro NUTS, float64): time per instance, R̂, coverage.
 
 One synthetic instance: covariates uniform in [0, 1]^d, the BNN prior fitted on the evaluation
 pool (H = 50, R = 65 reference inputs, scale constant from 100 draws), f* drawn from it,
@@ -9,8 +9,8 @@ paper's 4 chains × (500 + 250)) is **extrapolated** from it, not measured: seco
 leapfrog step of the run × the leapfrog steps the target would take, with the run's mean steps
 per warm-up and per sampling iteration (a short warm-up under-adapts, so this is a rough
 figure), and, for comparison, by iterations alone. Also reported: the max over evaluation
-points of split-R̂ (``postrisk.checks.split_rhat``, function space) and the share of
-evaluation points with f* inside the central 90% interval of the draws.
+points of R̂ (``postrisk.checks.rhat_and_ess``: ArviZ's rank-normalised split-R̂, function
+space) and the share of evaluation points with f* inside the central 90% interval of the draws.
 
 Usage (the process sets 2 host devices, one per CPU core, before importing JAX)::
 
@@ -52,7 +52,7 @@ def bnn_benchmark(n: int = 2000, n_eval: int = 1500, d: int = 8, run_chains: int
     import jax
     import numpy as np
 
-    from postrisk.checks import split_rhat
+    from postrisk.checks import rhat_and_ess
     from postrisk.priors.bnn import BayesianNeuralNetworkFamily
 
     rng = np.random.default_rng(seed)
@@ -83,7 +83,7 @@ def bnn_benchmark(n: int = 2000, n_eval: int = 1500, d: int = 8, run_chains: int
     run_rounds = s["rounds"]
     target_by_iterations = s["seconds_mcmc"] * (target_rounds * (target_warmup + target_samples)
                                                 / (run_rounds * (run_warmup + run_samples)))
-    rhat = split_rhat(res.draws[:, :n_eval], res.chains)
+    rhat = rhat_and_ess(res.draws[:, :n_eval], res.chains)[0]
     f_eval = f[:n_eval]
     lo, hi = np.quantile(res.draws[:, :n_eval], [0.05, 0.95], axis=0)
     return {
@@ -104,7 +104,7 @@ def bnn_benchmark(n: int = 2000, n_eval: int = 1500, d: int = 8, run_chains: int
                    "seconds_mcmc_extrapolated_by_steps": target_by_steps,
                    "seconds_mcmc_extrapolated_by_iterations": target_by_iterations,
                    "note": "extrapolated from the run, not measured (compile time excluded)"},
-        "max_split_rhat": float(np.max(rhat)), "median_split_rhat": float(np.median(rhat)),
+        "max_rhat": float(np.max(rhat)), "median_rhat": float(np.median(rhat)),
         "share_rhat_le_1.05": float(np.mean(rhat <= 1.05)),
         "coverage90_f_eval": float(np.mean((f_eval >= lo) & (f_eval <= hi))),
         "corr_mean_ftrue": float(np.corrcoef(res.mean[:n_eval], f_eval)[0, 1]),

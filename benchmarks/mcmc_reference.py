@@ -5,7 +5,7 @@
    a fresh subprocess (XLA reads the device count once per process); the ratio is printed.
 2. BNN (NumPyro NUTS, float64): time per instance at paper settings, 4 chains × (500 + 250),
    n = 2,000, n_eval = 1,500, d = 8 — **extrapolated** from a shortened run (said so in the
-   output), plus the shortened run's max split-R̂ and 90% coverage.
+   output), plus the shortened run's max R̂ and 90% coverage.
 
     .venv/bin/python benchmarks/mcmc_reference.py [--skip-hbart] [--skip-bnn]
 
@@ -55,7 +55,7 @@ def main() -> int:
               f"{out['run']['samples']}): {out['seconds_mcmc']:.1f} s MCMC + "
               f"{out['seconds_compile']:.1f} s compile; "
               f"{1e3 * out['seconds_per_leapfrog_step']:.2f} ms per leapfrog step; "
-              f"max split-R̂ {out['max_split_rhat']:.3f}; 90% coverage "
+              f"max R̂ {out['max_rhat']:.3f}; 90% coverage "
               f"{out['coverage90_f_eval']:.3f}")
         print(f"  paper settings {t['chains']} × ({t['warmup']} + {t['samples']}): "
               f"{t['seconds_mcmc_extrapolated_by_steps'] / 60:.1f} min per instance by leapfrog "

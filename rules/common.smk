@@ -18,6 +18,10 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from postrisk import config as pr_config
+# The store schema versions are params of the jobs that write stores, so a store written by
+# another version of the code is rebuilt by the next run (a job whose params changed reruns).
+from postrisk.covariates.build import COVARIATES_SCHEMA_VERSION
+from postrisk.tasks.store import TASK_SCHEMA_VERSION
 from postrisk.covariates.registry import registry as dataset_registry
 
 try:
@@ -32,7 +36,6 @@ IMPLEMENTED_PRIORS = pr_config.implemented_priors(config)
 IMPLEMENTED_METHODS = pr_config.implemented_methods(config)
 CONDITIONS = pr_config.implemented_conditions(config)
 TASK_SEEDS = pr_config.task_seeds(config)
-CONFIG_DIGEST = pr_config.config_digest(config)
 
 
 wildcard_constraints:
@@ -70,6 +73,11 @@ def batch_paths(kind, dataset, prior):
     """Sample or task stores of every instance of (dataset, prior): one batch job's outputs."""
     return [f"results/{kind}/{dataset}/{prior}/{n}/{c}/{s}.zarr"
             for n, c, s in batch_instances(prior)]
+
+
+def sample_digest(prior):
+    """Digest of the config sections that determine a sample store of `prior`."""
+    return pr_config.config_digest(config, prior)
 
 
 def training_size_of(wildcards):

@@ -9,6 +9,7 @@ rule covariates:
     params:
         fetch=fetch_params,
         n_eval_cap=config["sizes"]["n_eval_cap"],
+        schema=COVARIATES_SCHEMA_VERSION,
     log:
         "results/logs/covariates/{dataset}.log",
     benchmark:

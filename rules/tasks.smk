@@ -31,7 +31,8 @@ if not config["posterior_batch"]:
             directory("results/samples/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr"),
         params:
             n=training_size_of,
-            digest=CONFIG_DIGEST,
+            digest=lambda wildcards: sample_digest(wildcards.prior),
+            schema=TASK_SCHEMA_VERSION,
         log:
             "results/logs/sample/{dataset}/{prior}/{noise}/{coverage}/{seed}.log",
         benchmark:
@@ -103,7 +104,8 @@ else:
                 prior=_prior,
                 instances=batch_instances(_prior),
                 n=training_size_of,
-                digest=CONFIG_DIGEST,
+                digest=sample_digest(_prior),
+                schema=TASK_SCHEMA_VERSION,
             log:
                 f"results/logs/sample/{{dataset}}/{_prior}/batch.log",
             benchmark:

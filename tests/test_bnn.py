@@ -202,6 +202,7 @@ def test_posterior_shape_precision_determinism_and_reuse(small_instance):
                 "step_size"):
         assert len(per_chain[key]) == 2, key
     assert res.settings["precision"] == "float64" and json.dumps(res.settings)
+    assert (res.settings["backend"], res.settings["device_kind"]) == ("cpu", "cpu")
     assert len(lines) >= 2 and lines[0].startswith("[bnn] NUTS")
     # chains differ (own prior initialisation and keys)
     assert not np.array_equal(res.draws[:20], res.draws[20:])

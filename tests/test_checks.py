@@ -5,6 +5,26 @@ import pytest
 from postrisk import checks
 
 
+def test_rank_bins_have_exact_probabilities():
+    # D = 200: 201 ranks in 20 bins — one bin holds 11 ranks, the others 10
+    probs = checks.rank_bin_probabilities(200)
+    assert probs.sum() == pytest.approx(1.0)
+    assert sorted(np.round(probs * 201).astype(int).tolist()) == [10] * 19 + [11]
+    # D = 999: 1000 ranks split evenly
+    np.testing.assert_allclose(checks.rank_bin_probabilities(999), 0.05)
+    # a perfect sampler's expected histogram has deviation 0 in Table 3; against a flat 1/20 it
+    # would show a floor of 11/201 − 1/20
+    ranks = np.arange(201)
+    points = {"bnn": {"rank_hist": checks.rank_histogram(ranks, 200), "rank_expected": probs,
+                      "mcse_var": np.zeros(3)}}
+    inst = pd.DataFrame({"prior": "bnn", "dataset": "a", "noise": "bump", "coverage": "ood",
+                         "seed": [0], "n_eval": [201], "covered90": [180],
+                         "corr_mean_ftrue": [0.9]})
+    table = checks.table3(inst, points, np.random.default_rng(0))
+    assert table["rank_hist_max_dev_pp"].iloc[0] == 0.0
+    assert np.max(np.abs(points["bnn"]["rank_hist"] - 0.05)) == pytest.approx(11 / 201 - 0.05)
+
+
 def test_rank_and_coverage_on_a_hand_case():
     draws = np.arange(10.0)[:, None] * np.ones((1, 3))
     f = np.array([-1.0, 4.5, 20.0])
@@ -50,13 +70,92 @@ def test_valid_seeds():
     assert valid == [0, 1, 3, 4, 6, 7, 8, 9, 10, 11] and dropped == [2, 5]
 
 
+def test_too_few_valid_seeds_is_an_error_naming_the_cell_and_every_rhat():
+    rhat = {s: 1.0 for s in range(13)} | {2: 1.2, 5: 1.06, 7: 1.0512, 9: 1.3}
+    with pytest.raises(checks.TooFewValidSeeds) as err:
+        checks.valid_seeds(list(range(13)), rhat, 10, cell="concrete/bump/ood")
+    text = str(err.value)
+    assert "cell concrete/bump/ood: 9 valid seed(s)" in text and "10 are needed" in text
+    for seed, value in rhat.items():
+        assert f"seed {seed}: {value:.4f}" in text
+    assert "'seeds.candidates' (now 13)" in text
+    # a missing BNN store counts as invalid and is named
+    with pytest.raises(checks.TooFewValidSeeds, match="seed 1: no BNN store"):
+        checks.valid_seeds([0, 1], {0: 1.0}, 2, cell="c")
+    # aggregation applies the same rule
+    rows = [{"dataset": "a", "noise": "bump", "coverage": "ood", "seed": s, "prior": "bnn",
+             "max_rhat": r} for s, r in enumerate([1.0, 1.2])]
+    with pytest.raises(checks.TooFewValidSeeds, match="cell a/bump/ood"):
+        checks.mark_valid(pd.DataFrame(rows), n_valid=2)
+
+
+def test_select_seeds_fails_for_a_short_cell(tmp_path):
+    """The valid-seed step on hand-made BNN stores: one message, no seed file."""
+    from postrisk.pipeline import select_seeds
+    from postrisk.tasks import store
+
+    paths = []
+    for seed, rhat in enumerate([1.02, 1.09]):
+        ds = _hand_made_task(seed, rhat)
+        path = tmp_path / f"{seed}.zarr"
+        from postrisk.io import write_zarr_atomic
+
+        write_zarr_atomic(store.validate_store(ds, kind="task"), path)
+        paths.append(path)
+    out = tmp_path / "cell.json"
+    with pytest.raises(checks.TooFewValidSeeds, match="cell concrete/bump/ood: 1 valid seed"):
+        select_seeds(paths, [0, 1], 2, out)
+    assert not out.exists()
+    assert select_seeds(paths, [0, 1], 1, out)["valid"] == [0] and out.exists()
+
+
+def _hand_made_task(seed: int, max_rhat: float):
+    """A minimal valid BNN task store whose largest R̂ is ``max_rhat``."""
+    import json
+
+    import xarray as xr
+
+    from postrisk.tasks.store import TASK_SCHEMA_VERSION
+
+    n, m, draws = 3, 4, 8
+    rng = np.random.default_rng(seed)
+    rhat = np.full(m, 1.0)
+    rhat[1] = max_rhat
+    attrs = {"schema_version": TASK_SCHEMA_VERSION, "store_kind": "task", "dataset": "concrete",
+             "prior": "bnn", "noise": "bump", "coverage": "ood", "seed": seed, "a": 1.0,
+             "noise_model": "{}", "prior_params": "{}", "n": n, "n_eval": m,
+             "noise_to_signal": 0.1, "config_digest": "x", "f_true_sampler": "{}",
+             "versions": "{}", "timings": json.dumps({}), "sampler_settings": "{}",
+             "sample_config_digest": "y", "rank_loglik": 0, "chains": 2}
+    f = np.float64
+    return xr.Dataset({
+        "x_train": (("train", "feature"), rng.uniform(size=(n, 2))),
+        "train_index": (("train",), np.arange(n, dtype=np.int64)),
+        "y_train": (("train",), rng.normal(size=n)),
+        "noise_var_train": (("train",), np.ones(n)), "f_true_train": (("train",), np.zeros(n)),
+        "shell_train": (("train",), np.zeros(n, np.int8)),
+        "x_eval": (("eval", "feature"), 2 + rng.uniform(size=(m, 2))),
+        "eval_index": (("eval",), np.arange(n, n + m, dtype=np.int64)),
+        "shell_eval": (("eval",), np.zeros(m, np.int8)),
+        "noise_var_eval": (("eval",), np.ones(m)), "f_true_eval": (("eval",), np.zeros(m)),
+        "posterior_draws": (("draw", "eval"), rng.normal(size=(draws, m)).astype(np.float32)),
+        "posterior_draws_train": (("draw", "train"),
+                                  rng.normal(size=(draws, n)).astype(np.float32)),
+        "posterior_mean": (("eval",), np.zeros(m, f)), "posterior_var": (("eval",), np.ones(m)),
+        "rank_true": (("eval",), np.zeros(m, np.int32)),
+        "covered90": (("eval",), np.ones(m, bool)), "mcse_var": (("eval",), np.zeros(m)),
+        "rhat": (("eval",), rhat), "ess": (("eval",), np.full(m, 8.0)),
+    }, attrs=attrs)
+
+
 def test_table3_pooled_coverage_and_columns():
     rng = np.random.default_rng(3)
     inst = pd.DataFrame({"prior": "gp", "dataset": ["a", "a", "b", "b"],
                          "noise": "bump", "coverage": "ood", "seed": [0, 1, 0, 1],
                          "n_eval": [100, 100, 200, 200], "covered90": [90, 80, 180, 190],
                          "corr_mean_ftrue": [0.9, 0.95, 0.97, 0.99]})
-    points = {"gp": {"rank_hist": np.full(20, 0.05), "mcse_var": np.full(10, 0.04)}}
+    points = {"gp": {"rank_hist": np.full(20, 0.05), "rank_expected": np.full(20, 0.05),
+                     "mcse_var": np.full(10, 0.04)}}
     table = checks.table3(inst, points, rng)
     row = table.iloc[0]
     assert row["coverage90_pooled"] == pytest.approx(540 / 600)
@@ -113,12 +212,29 @@ def test_usable_seeds_follow_the_cell_file_or_the_first_seeds(tmp_path):
     assert usable_seeds([0, 1, 2, 3], 2, [str(cell)]) == [0, 3]
 
 
-def test_split_rhat_on_a_hand_case():
-    # 2 chains of 4 draws → halves [1,2] [3,4] [2,3] [4,5]: W = 0.5, var of half means = 5/3,
-    # n = 2: var⁺ = ½·0.5 + 5/3, R̂ = √(var⁺ / W)
-    draws = np.array([1.0, 2, 3, 4, 2, 3, 4, 5])[:, None]
-    np.testing.assert_allclose(checks.split_rhat(draws, chains=2),
-                               [np.sqrt((0.25 + 5 / 3) / 0.5)], rtol=1e-12)
+def _vehtari_rhat(chains: np.ndarray) -> float:
+    """Rank-normalised, folded split-R̂ by its definition (Vehtari et al. 2021, eqs. 4–6),
+    written out for one point from draws (C, S): split every chain in halves, rank-normalise
+    the pooled draws with Blom's offsets, take the classic R̂ of the normalised draws and of the
+    normalised folded draws |θ − median|, keep the larger."""
+    from scipy import stats
+
+    c, s = chains.shape
+    half = s // 2
+    split = np.concatenate([chains[:, :half], chains[:, s - half:]], axis=0)
+
+    def classic(z):
+        n = z.shape[1]
+        w = z.var(axis=1, ddof=1).mean()
+        b_over_n = z.mean(axis=1).var(ddof=1)
+        return np.sqrt(((n - 1) / n * w + b_over_n) / w)
+
+    def rank_normalise(z):
+        ranks = stats.rankdata(z, method="average").reshape(z.shape)
+        return stats.norm.ppf((ranks - 3 / 8) / (z.size + 1 / 4))
+
+    folded = np.abs(split - np.median(split))
+    return max(classic(rank_normalise(split)), classic(rank_normalise(folded)))
 
 
 def _ar1_chains(rng, chains, length, phi):
@@ -130,33 +246,61 @@ def _ar1_chains(rng, chains, length, phi):
     return x
 
 
-def test_split_rhat_and_ess_against_arviz_and_ar1_theory():
+def test_rhat_is_the_rank_normalised_folded_split_rhat_of_vehtari_2021():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 101, 6))  # odd length: the middle draw is dropped
+    x[:, :, 1] += np.arange(4)[:, None] * 0.5  # chains in different places
+    x[:, :, 2] *= np.array([1.0, 1.0, 1.0, 3.0])[:, None]  # one chain wider: only folding sees it
+    x[:, :, 3] = np.exp(2 * x[:, :, 3])  # skewed but mixing: rank-normalised, it passes
+    x[:, :, 4] += np.linspace(0, 2, 101)[None, :]  # drift within every chain
+    flat = x.reshape(-1, 6)  # chain-major
+    rhat, ess = checks.rhat_and_ess(flat, chains=4)
+    expected = [_vehtari_rhat(x[:, :, p]) for p in range(6)]
+    np.testing.assert_allclose(rhat, expected, rtol=1e-10)
+    assert np.all(rhat[[1, 2, 4]] > 1.05) and np.all(rhat[[0, 3, 5]] < 1.05), rhat
+
+
+def test_folding_sees_chains_that_differ_only_in_scale():
+    # same location, one chain 3× wider: the classic split-R̂ misses it, the folded R̂ does not
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(4, 500, 1)) * np.array([1.0, 1.0, 1.0, 3.0])[:, None, None]
+    split = np.concatenate([x[:, :250], x[:, 250:]], axis=0)[:, :, 0]
+    w = split.var(axis=1, ddof=1).mean()
+    classic = np.sqrt((249 / 250 * w + split.mean(axis=1).var(ddof=1)) / w)
+    assert classic < 1.01
+    assert checks.rhat_and_ess(x.reshape(-1, 1), chains=4)[0][0] > 1.05
+
+
+def test_bulk_ess_against_arviz_and_ar1_theory():
     import arviz as az
 
     rng = np.random.default_rng(3)
     phi = np.array([0.0, 0.3, 0.6, 0.9])
     x = _ar1_chains(rng, 4, 1000, phi)
-    flat = x.reshape(-1, phi.size)
-    rhat = checks.split_rhat(flat, 4)
-    ess = checks.effective_sample_size(flat, 4)
+    rhat, ess = checks.rhat_and_ess(x.reshape(-1, phi.size), 4)
     for p in range(phi.size):
-        assert rhat[p] == pytest.approx(float(az.rhat(x[:, :, p], method="split")), rel=1e-10)
-        assert ess[p] == pytest.approx(float(az.ess(x[:, :, p], method="mean")), rel=1e-10)
+        assert ess[p] == pytest.approx(float(az.ess(x[:, :, p], method="bulk")), rel=1e-10)
+        assert rhat[p] == pytest.approx(float(az.rhat(x[:, :, p], method="rank")), rel=1e-10)
     theory = 4000 * (1 - phi) / (1 + phi)  # ESS of the mean of an AR(1) chain
     np.testing.assert_allclose(ess, theory, rtol=0.2)
     assert np.all(rhat < 1.05)  # mixing chains pass the paper's threshold
 
 
-def test_split_rhat_flags_chains_that_disagree_or_drift():
+def test_rhat_flags_chains_that_disagree_or_drift():
     rng = np.random.default_rng(4)
     x = rng.normal(size=(4, 500, 2))
     x[:, :, 0] += np.arange(4)[:, None]  # chains stuck in different places
     x[:, :, 1] += np.linspace(0, 3, 500)[None, :]  # every chain drifts: only splitting sees it
-    rhat = checks.split_rhat(x.reshape(-1, 2), 4)
+    rhat, _ = checks.rhat_and_ess(x.reshape(-1, 2), 4)
     assert np.all(rhat > 1.1), rhat
     assert checks.instance_point_checks(x.reshape(-1, 2), np.zeros(2), chains=4)["rhat"] \
         == pytest.approx(rhat)
     assert "rhat" not in checks.instance_point_checks(x.reshape(-1, 2), np.zeros(2))
+    # a point where every draw is equal: R̂ 1, ESS = the number of draws (no NaN)
+    const_rhat, const_ess = checks.rhat_and_ess(np.ones((40, 1)), 4)
+    assert const_rhat[0] == 1.0 and const_ess[0] == 40.0
+    with pytest.raises(ValueError, match="at least 4 draws per chain"):
+        checks.rhat_and_ess(rng.normal(size=(12, 3)), 4)
 
 
 def test_batch_means_mcse_on_a_hand_case():

@@ -155,6 +155,8 @@ def test_posterior_deterministic_and_shaped(posterior, problem):
     assert first.draws.dtype == np.float64 and first.chains == CHAINS
     s = first.settings
     assert s["x64"] is False and s["devices_used"] == 2 and s["thin"] == SETTINGS["thin"]
+    # what it ran on: GPU and CPU runs differ in their draws
+    assert (s["backend"], s["device_kind"], s["device_count"]) == ("cpu", "cpu", 2)
     # the data are informative: the posterior mean tracks f* at the training rows
     f = problem[-1]
     assert np.corrcoef(first.mean[N_EVAL:], f[N_EVAL:])[0, 1] > 0.8

@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 
 from postrisk.covariates.pools import (
+    covariate_groups,
+    duplicate_summary,
     eval_pool_size,
     fit_principal_score,
     fit_shells,
@@ -17,10 +19,39 @@ def test_eval_pool_size(n_rows, expected):
 
 
 def test_split_disjoint_and_complete():
-    ev, cand = split_pools(101, 50, np.random.default_rng(0))
+    ev, cand = split_pools(np.arange(101), 50, np.random.default_rng(0))
     assert len(ev) == 50 and len(cand) == 51
     assert not set(ev) & set(cand)
     np.testing.assert_array_equal(np.sort(np.concatenate([ev, cand])), np.arange(101))
+
+
+def test_split_keeps_identical_rows_on_one_side():
+    rng = np.random.default_rng(5)
+    base = rng.uniform(size=(300, 2))
+    # 300 distinct values; value i appears 1 + (i % 4) times (1, 2, 3 or 4 rows)
+    x = np.repeat(base, 1 + np.arange(300) % 4, axis=0)[rng.permutation(750)]
+    groups = covariate_groups(x)
+    assert duplicate_summary(groups) == {"duplicate_groups": 225,
+                                         "rows_in_duplicate_groups": 675, "distinct_rows": 300}
+    for seed in range(5):
+        ev, cand = split_pools(groups, 375, np.random.default_rng(seed))
+        assert len(ev) == 375 and len(cand) == 375
+        np.testing.assert_array_equal(np.sort(np.concatenate([ev, cand])), np.arange(750))
+        assert not set(map(tuple, x[ev])) & set(map(tuple, x[cand]))
+    # a negative control: the row-index split puts twins on both sides
+    chosen = np.random.default_rng(0).choice(750, 375, replace=False)
+    rest = np.setdiff1d(np.arange(750), chosen)
+    assert set(map(tuple, x[chosen])) & set(map(tuple, x[rest]))
+    # every group equally likely to be evaluated, whatever its size (±5 pp over 400 splits)
+    taken = np.zeros(300)
+    for seed in range(400):
+        ev, _ = split_pools(groups, 375, np.random.default_rng(100 + seed))
+        taken[np.unique(groups[ev])] += 1
+    size = np.bincount(groups)
+    for k in (1, 2, 3, 4):
+        assert abs(taken[size == k].mean() / 400 - 0.5) < 0.05, (k, taken[size == k].mean())
+    with pytest.raises(ValueError, match="no grouped split gives exactly 3"):
+        split_pools(np.array([0, 0, 1, 1, 2, 2]), 3, np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("name", OFFLINE_DATASETS)
@@ -29,6 +60,11 @@ def test_offline_pools_and_outer_shell_share(offline_covariates, name):
     ev, cand = ds["eval_index"].values, ds["candidate_index"].values
     n_rows = ds.sizes["row"]
     assert not set(ev) & set(cand), "evaluation and candidate pools share rows"
+    x_all = ds["x"].values
+    assert not set(map(tuple, x_all[ev])) & set(map(tuple, x_all[cand])), \
+        "an evaluation row equals a candidate row"
+    assert ds.attrs["duplicate_groups"] == duplicate_summary(covariate_groups(x_all))[
+        "duplicate_groups"]
     assert len(ev) + len(cand) == n_rows
     assert len(ev) == min(1500, n_rows // 2)
     share = np.mean(ds["shell"].values[ev] == 4)

@@ -68,6 +68,27 @@ def test_store_validation_catches_broken_stores(concrete, gp_params):
     overlap["train_index"].values[0] = overlap["eval_index"].values[0]
     with pytest.raises(StoreValidationError, match="overlap"):
         validate_store(overlap, kind="sample")
+    # a twin: a training input whose covariate values equal an evaluation point's (other rows)
+    twin = sample.copy(deep=True)
+    twin["x_train"].values[3] = twin["x_eval"].values[7]
+    with pytest.raises(StoreValidationError, match="1 evaluation point value.s. equal a "
+                                                   "training input"):
+        validate_store(twin, kind="sample")
+    old = sample.copy()
+    old.attrs = {**sample.attrs, "schema_version": "2"}
+    with pytest.raises(StoreValidationError, match="schema version '2'.*reads version '3'"
+                                                   ".*Rebuild it"):
+        validate_store(old)
+
+
+def test_generated_instances_have_no_evaluation_point_among_training_inputs(concrete,
+                                                                             gp_params):
+    from postrisk.tasks.store import shared_rows
+
+    for coverage in ("balanced", "ood"):
+        s = build_sample(TaskKey("concrete", "gp", "bump", coverage, 0), concrete, gp_params,
+                         348, progress=lambda _: None)
+        assert shared_rows(s["x_train"].values, s["x_eval"].values) == 0
 
 
 def test_noise_parameters_stored_and_mean_matches(concrete, gp_params):
@@ -122,3 +143,36 @@ def test_gp_posterior_is_calibrated():
 def test_negative_controls_fail_the_same_check(control):
     result = _sbc(control)
     assert not result.passed, result
+
+
+def test_provenance_of_the_gp_factors_and_the_config_digests(concrete, gp_params):
+    quiet = {"progress": lambda _: None}
+    sample = build_sample(TaskKey("concrete", "gp", "bump", "ood", 2), concrete, gp_params, 60,
+                          config_digest="sample-digest", **quiet)
+    truth = json.loads(sample.attrs["f_true_sampler"])
+    assert truth["method"] in ("cholesky", "eigh") and "jitter" in truth
+    assert truth["n_unique"] == np.unique(np.concatenate(
+        [sample["x_eval"].values, sample["x_train"].values]), axis=0).shape[0]
+    a = build_task(sample, {"draws": 50}, **quiet)
+    settings = json.loads(a.attrs["sampler_settings"])
+    assert settings["covariance_factor"]["method"] in ("cholesky", "eigh")
+    assert "jitter" in settings["covariance_factor"]
+    assert settings["backend"] == "scipy" and settings["device_kind"] == "cpu"
+    # the task store's own digest covers its posterior settings; the sample's is kept
+    assert a.attrs["sample_config_digest"] == "sample-digest"
+    b = build_task(sample, {"draws": 60}, **quiet)
+    same = build_task(sample, {"draws": 50}, **quiet)
+    assert a.attrs["config_digest"] != b.attrs["config_digest"]
+    assert a.attrs["config_digest"] == same.attrs["config_digest"] != "sample-digest"
+
+
+def test_config_digest_of_a_sample_covers_sizes_and_its_prior_section(repo):
+    from postrisk.config import config_digest, deep_merge, load_config
+
+    cfg = load_config(repo / "config.yaml")
+    base = config_digest(cfg, "gp")
+    assert config_digest(deep_merge(cfg, {"sizes": {"n_cap": 100}}), "gp") != base
+    assert config_digest(deep_merge(cfg, {"gp_prior": {"fit_rows": 10}}), "gp") != base
+    # another family's settings or the posterior do not change a GP sample
+    assert config_digest(deep_merge(cfg, {"bnn_prior": {"hidden": 10}}), "gp") == base
+    assert config_digest(deep_merge(cfg, {"posterior": {"gp": {"draws": 50}}}), "gp") == base

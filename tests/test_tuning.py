@@ -141,3 +141,40 @@ def test_failed_trials_are_recorded_and_all_failing_falls_back_to_defaults(tmp_p
     assert doomed.config == {**ShrunkMean.defaults, "shrink": 0.95}
     payload = json.loads(doomed.to_json())
     assert payload["schema_version"] == "tuning-1" and len(payload["trials"]) == 3
+
+
+def test_a_sweep_notices_changed_data_or_method_code(tmp_path):
+    x, y = data(seed=4)
+    kw = dict(n_trials=5, startup_trials=2, split_key=("c",))
+    journal = tmp_path / "sweep.log"
+    first = tune(ShrunkMean, x, y, journal=journal, progress=None, **kw)
+    assert first.data_digest and first.implementation_version == 1
+    # unchanged: resumed, nothing refitted, same sweep
+    ShrunkMean.fits = 0
+    lines = []
+    again = tune(ShrunkMean, x, y, journal=journal, progress=lines.append, **kw)
+    assert ShrunkMean.fits == 0 and again.study_name == first.study_name
+    assert any("resuming" in line and "5 of 5" in line for line in lines)
+    assert not list(tmp_path.glob("sweep.log.set-aside-*"))
+    # one training target changed: the old journal is set aside with a message, a new sweep
+    y2 = y.copy()
+    y2[17] += 1e-9
+    lines = []
+    changed = tune(ShrunkMean, x, y2, journal=journal, progress=lines.append, **kw)
+    assert changed.study_name != first.study_name and changed.data_digest != first.data_digest
+    assert len(changed.trials) == 5 and not any("resuming" in line for line in lines)
+    aside = list(tmp_path.glob("sweep.log.set-aside-*"))
+    assert len(aside) == 1 and any("set aside" in line and first.study_name in line
+                                   for line in lines)
+
+    # the method's implementation version changed: a new sweep as well
+    class ShrunkMeanV2(ShrunkMean):
+        implementation_version: ClassVar[int] = 2
+
+    journal2 = tmp_path / "v.log"
+    tune(ShrunkMean, x, y, journal=journal2, progress=None, **kw)
+    lines = []
+    v2 = tune(ShrunkMeanV2, x, y, journal=journal2, progress=lines.append, **kw)
+    assert v2.implementation_version == 2 and v2.study_name != first.study_name
+    assert any("set aside" in line for line in lines)
+    assert not any("resuming" in line for line in lines)

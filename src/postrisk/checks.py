@@ -16,7 +16,7 @@ import pandas as pd
 
 N_RANK_BINS = 20
 N_MCSE_BATCHES = 20
-#: A seed is valid when its BNN instance's max split-R̂ ≤ RHAT_THRESHOLD (App. B.7); the
+#: A seed is valid when its BNN instance's max R̂ ≤ RHAT_THRESHOLD (App. B.7); the
 #: sensitivity analysis restricts further to RHAT_STRICT.
 RHAT_THRESHOLD = 1.05
 RHAT_STRICT = 1.01
@@ -67,98 +67,75 @@ def batch_means_mcse_var(draws: np.ndarray, n_batches: int = N_MCSE_BATCHES) -> 
                         0.0)
 
 
-def _split_chains(draws: np.ndarray, chains: int) -> np.ndarray:
-    """Chain-major draws (C·S, P) → (2C, ⌊S/2⌋, P): each chain cut into a first and second half
-    (a middle draw of an odd-length chain is dropped, as in Vehtari et al. 2021)."""
+def chain_draws(draws: np.ndarray, chains: int) -> np.ndarray:
+    """Chain-major draws (C·S, P) as an array (C, S, P): chain c is draws c·S … (c+1)·S − 1."""
     draws = np.asarray(draws, dtype=float)
+    if draws.ndim != 2:
+        raise ValueError(f"expected (draws, points), got shape {draws.shape}")
     total, points = draws.shape
     if chains < 1 or total % chains:
         raise ValueError(f"{total} draws cannot be {chains} equal chains")
-    per_chain = total // chains
-    half = per_chain // 2
-    if half < 1:
-        raise ValueError("split diagnostics need at least 2 draws per chain")
-    by_chain = draws.reshape(chains, per_chain, points)
-    return np.concatenate([by_chain[:, :half], by_chain[:, per_chain - half:]], axis=0)
+    return draws.reshape(chains, total // chains, points)
 
 
-def split_rhat(draws: np.ndarray, chains: int) -> np.ndarray:
-    """Split-R̂ per point (Gelman et al., BDA3 §11.4) from chain-major draws (C·S, P).
+def rhat_and_ess(draws: np.ndarray, chains: int) -> tuple[np.ndarray, np.ndarray]:
+    """R̂ and ESS of f(x) at every point, from chain-major draws (C·S, P), by ArviZ.
 
-    With m = 2C half-chains of n draws: W = mean within-half variance, B/n = variance of the
-    half means, var⁺ = (n−1)/n·W + B/n, R̂ = √(var⁺/W). Points where every draw is equal get 1.
+    R̂ is the rank-normalised, folded split-R̂ of Vehtari, Gelman, Simpson, Carpenter and
+    Bürkner (2021), "Rank-normalization, folding, and localization: an improved R̂ for assessing
+    convergence of MCMC" — the one the paper cites (``arviz.rhat(method="rank")``): each chain
+    is split in halves, the pooled draws are rank-normalised (and, for the folded version,
+    |θ − median| is), the classic R̂ of both is computed, and the larger is kept. ESS is the bulk
+    ESS of the same paper (``arviz.ess(method="bulk")``). A point where every draw is equal gets
+    R̂ = 1 and ESS = the number of draws.
     """
-    halves = _split_chains(draws, chains)
-    n = halves.shape[1]
-    if n < 2:
+    import warnings
+
+    import xarray as xr
+
+    by_chain = chain_draws(draws, chains)
+    if by_chain.shape[1] < 4:
         raise ValueError("split-R̂ needs at least 4 draws per chain")
-    within = halves.var(axis=1, ddof=1).mean(axis=0)
-    between_over_n = halves.mean(axis=1).var(axis=0, ddof=1)
-    var_plus = (n - 1) / n * within + between_over_n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(within > 0, np.sqrt(var_plus / within), 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # ArviZ's notice of its next API
+        import arviz as az
 
-
-def effective_sample_size(draws: np.ndarray, chains: int) -> np.ndarray:
-    """Split-chain ESS per point (Stan's estimator; Vehtari et al. 2021 without rank-normalising).
-
-    Autocorrelations ρ_t = 1 − (W − mean autocovariance_t) / var⁺ over the half-chains, summed
-    with Geyer's initial positive and monotone sequence; ESS = m·n / τ, τ = −1 + 2 Σ P_k with
-    P_k = ρ_2k + ρ_2k+1, plus the even half of the pair that ends the sequence — the same
-    truncation as Stan and ArviZ (``arviz.ess(method="mean")`` on split chains).
-    """
-    halves = _split_chains(draws, chains)
-    m, n, points = halves.shape
-    centred = halves - halves.mean(axis=1, keepdims=True)
-    size = 1 << int(np.ceil(np.log2(2 * n)))
-    spectrum = np.fft.rfft(centred, n=size, axis=1)
-    acov = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=1)[:, :n] / n  # (m, n, P)
-    within = halves.var(axis=1, ddof=1).mean(axis=0)
-    var_plus = (n - 1) / n * within
-    if m > 1:
-        var_plus = var_plus + halves.mean(axis=1).var(axis=0, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho = 1.0 - (within[None, :] - acov.mean(axis=0)) / var_plus[None, :]  # (n, P)
-    rho[0] = 1.0
-    # pairs P_k = ρ_2k + ρ_2k+1 for k with 2k < n − 2 (Stan's and ArviZ's range)
-    n_pairs = max(1, (n - 1) // 2)
-    pair_sums = rho[0:2 * n_pairs:2] + rho[1:2 * n_pairs:2]  # (K, P)
-    last = n_pairs - 1
-    # j: the first pair k ≥ 1 that is not positive (Geyer's initial positive sequence ends
-    # before it), or the last pair; P_0 ≤ 0 ends it at once
-    stops = pair_sums <= 0
-    stops[0] = False
-    j = np.where(stops.any(axis=0), np.argmax(stops, axis=0), last)
-    j = np.where(pair_sums[0] <= 0, 0, j)
-    monotone = np.minimum.accumulate(pair_sums, axis=0)  # Geyer's initial monotone sequence
-    ks = np.arange(n_pairs)[:, None]
-    head = 2.0 * np.sum(np.where(ks < j[None, :], monotone, 0.0), axis=0)
-    even_j = np.take_along_axis(rho[0:2 * n_pairs:2], j[None, :], axis=0)[0]
-    ended_early = stops.any(axis=0) | (pair_sums[0] <= 0)
-    tail = np.where(ended_early, np.maximum(even_j, 0.0), even_j)  # half of the last pair
-    tau = -1.0 + head + tail
-    tau = np.maximum(tau, 1.0 / np.log10(m * n))  # Stan's floor against ESS blow-up
-    ess = m * n / tau
-    return np.where(var_plus > 0, ess, float(m * n))
+        ds = xr.Dataset({"f": (("chain", "draw", "point"), by_chain)})
+        constant = np.ptp(by_chain.reshape(-1, by_chain.shape[2]), axis=0) == 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rhat = np.asarray(az.rhat(ds, method="rank")["f"].values, dtype=float)
+            ess = np.asarray(az.ess(ds, method="bulk")["f"].values, dtype=float)
+    total = float(by_chain.shape[0] * by_chain.shape[1])
+    return np.where(constant, 1.0, rhat), np.where(constant, total, ess)
 
 
 def instance_point_checks(draws: np.ndarray, f_true: np.ndarray,
                           chains: int = 1) -> dict[str, np.ndarray]:
     """Per evaluation point: rank of f*, 90% coverage, relative MCSE of σ²_f; with several
-    chains (chain-major draws) also split-R̂ and ESS."""
+    chains (chain-major draws) also R̂ and ESS (:func:`rhat_and_ess`)."""
     out = {"rank_true": rank_of_truth(draws, f_true),
            "covered90": covered_central(draws, f_true, 0.9),
            "mcse_var": batch_means_mcse_var(draws)}
     if chains > 1:
-        out["rhat"] = split_rhat(draws, chains)
-        out["ess"] = effective_sample_size(draws, chains)
+        out["rhat"], out["ess"] = rhat_and_ess(draws, chains)
     return out
+
+
+def rank_bins(ranks: np.ndarray, n_draws: int, bins: int = N_RANK_BINS) -> np.ndarray:
+    """Bin index of each rank 0 … n_draws in ``bins`` equal-width bins of the rank range."""
+    return np.minimum((np.asarray(ranks) * bins) // (n_draws + 1), bins - 1)
 
 
 def rank_histogram(ranks: np.ndarray, n_draws: int, bins: int = N_RANK_BINS) -> np.ndarray:
     """Shares of ranks (0 … n_draws) in ``bins`` equal-width bins of the rank range."""
-    idx = np.minimum((np.asarray(ranks) * bins) // (n_draws + 1), bins - 1)
+    idx = rank_bins(ranks, n_draws, bins)
     return np.bincount(idx, minlength=bins) / idx.size
+
+
+def rank_bin_probabilities(n_draws: int, bins: int = N_RANK_BINS) -> np.ndarray:
+    """Each bin's probability under a calibrated sampler: the D + 1 ranks are equally likely,
+    and they do not split evenly into ``bins`` bins unless ``bins`` divides D + 1."""
+    return rank_histogram(np.arange(n_draws + 1), n_draws, bins)
 
 
 def bootstrap_pooled_share(hits: np.ndarray, totals: np.ndarray, rng: np.random.Generator,
@@ -208,10 +185,8 @@ def rank_uniformity_pvalue(ranks: np.ndarray, n_draws: int, bins: int = 10) -> f
     from scipy import stats  # heavy import, only where needed
 
     ranks = np.asarray(ranks)
-    counts = np.bincount(np.minimum((ranks * bins) // (n_draws + 1), bins - 1), minlength=bins)
-    values = np.arange(n_draws + 1)
-    probs = np.bincount(np.minimum((values * bins) // (n_draws + 1), bins - 1),
-                        minlength=bins) / (n_draws + 1)
+    counts = np.bincount(rank_bins(ranks, n_draws, bins), minlength=bins)
+    probs = rank_bin_probabilities(n_draws, bins)
     return float(stats.chisquare(counts, probs * ranks.size).pvalue)
 
 
@@ -232,12 +207,20 @@ def calibration_test(ranks: dict[str, np.ndarray], covered: np.ndarray, n_draws:
     )
 
 
+class TooFewValidSeeds(ValueError):
+    """A cell has fewer valid seeds among its candidates than it needs (never a silent
+    shortfall): the message names the cell, every candidate's max R̂ and the config key."""
+
+
 def valid_seeds(candidates: list[int], max_rhat: dict[int, float] | None, n_valid: int,
-                threshold: float = RHAT_THRESHOLD) -> tuple[list[int], list[int]]:
+                threshold: float = RHAT_THRESHOLD,
+                cell: str = "") -> tuple[list[int], list[int]]:
     """The first ``n_valid`` seeds whose BNN instance has max R̂ ≤ threshold, and the dropped.
 
     ``max_rhat`` maps seed → the BNN instance's max point-wise R̂; None (no BNN in the grid)
-    makes every seed valid (GP and HBART instances are always valid, App. B.7).
+    makes every seed valid (GP and HBART instances are always valid, App. B.7). Fewer than
+    ``n_valid`` valid seeds among the candidates raises :class:`TooFewValidSeeds` naming
+    ``cell``, every candidate's max R̂ and the config key ``seeds.candidates``.
     """
     valid, dropped = [], []
     for seed in sorted(candidates):
@@ -247,6 +230,15 @@ def valid_seeds(candidates: list[int], max_rhat: dict[int, float] | None, n_vali
             valid.append(seed)
         else:
             dropped.append(seed)
+    if len(valid) < n_valid:
+        listed = ", ".join(f"seed {s}: " + (f"{max_rhat[s]:.4f}" if s in (max_rhat or {})
+                                            else "no BNN store")
+                           for s in sorted(candidates))
+        raise TooFewValidSeeds(
+            f"cell {cell or '?'}: {len(valid)} valid seed(s) (BNN max R̂ ≤ {threshold}) among "
+            f"{len(candidates)} candidate(s), but {n_valid} are needed. Max R̂ per candidate: "
+            f"{listed}. Raise the config key 'seeds.candidates' (now {len(candidates)}) so "
+            "that more seeds are built, or lengthen the BNN chains ('posterior.bnn').")
     return valid, dropped
 
 
@@ -265,8 +257,9 @@ def mark_valid(instances: pd.DataFrame, n_valid: int, threshold: float = RHAT_TH
     for _, cell in out.groupby(CELL):
         bnn = cell[cell["prior"] == "bnn"]
         max_rhat = dict(zip(bnn["seed"], bnn["max_rhat"], strict=True)) if len(bnn) else None
+        label = "/".join(str(v) for v in cell[CELL].iloc[0])
         keep, _ = valid_seeds(sorted(cell["seed"].unique().tolist()), max_rhat, n_valid,
-                              threshold)
+                              threshold, cell=label)
         keep_strict = [s for s in keep if max_rhat is None or max_rhat[s] <= strict]
         out.loc[cell.index[cell["seed"].isin(keep)], "valid"] = True
         out.loc[cell.index[cell["seed"].isin(keep_strict)], "valid_strict"] = True
@@ -279,8 +272,10 @@ def table3(instances: pd.DataFrame, points: dict[str, dict[str, np.ndarray]],
 
     ``instances``: one row per task store with columns prior, dataset, noise, coverage, seed,
     n_eval, covered90 (count of covered points), corr_mean_ftrue. ``points[prior]``: arrays
-    over all evaluation points of all its instances: ``rank_hist`` (pooled 20-bin shares) and
-    ``mcse_var`` (relative MCSE per point).
+    over all evaluation points of all its instances: ``rank_hist`` (pooled 20-bin shares),
+    ``rank_expected`` (the exact bin probabilities, :func:`rank_bin_probabilities`) and
+    ``mcse_var`` (relative MCSE per point). The rank deviation is measured against
+    ``rank_expected``, so a perfect sampler's expected histogram has deviation 0.
     """
     rows = []
     for prior, group in instances.groupby("prior", sort=False):
@@ -296,7 +291,8 @@ def table3(instances: pd.DataFrame, points: dict[str, dict[str, np.ndarray]],
             "coverage90_ci": f"{lo:.3f}–{hi:.3f}",
             "coverage90_range_over_cells": f"{cell_cov.min():.3f}–{cell_cov.max():.3f}",
             "rank_hist_max_dev_pp": round(
-                100 * float(np.max(np.abs(points[prior]["rank_hist"] - 1 / N_RANK_BINS))), 2),
+                100 * float(np.max(np.abs(points[prior]["rank_hist"]
+                                          - points[prior]["rank_expected"]))), 2),
             "mcse_var_pct_median": round(100 * float(np.median(mcse)), 2),
             "mcse_var_pct_p95": round(100 * float(np.quantile(mcse, 0.95)), 2),
             "corr_mean_ftrue_median": round(float(np.median(group["corr_mean_ftrue"])), 3),

@@ -417,14 +417,13 @@ def plan_report(cfg: Mapping) -> str:
     return "\n".join(lines)
 
 
-def config_digest(cfg: Mapping, keys: tuple[str, ...] = ("sizes", "gp_prior", "hbart_prior",
-                                                          "bnn_prior", "posterior")) -> str:
-    """A short digest of the config sections that determine a task store's numbers."""
-    import hashlib
-    import json
+def config_digest(cfg: Mapping, prior: str) -> str:
+    """A short digest of the config sections that determine a sample store's numbers: the sizes
+    and the family's prior settings (``<prior>_prior``). A task store's own digest adds its
+    posterior settings (``postrisk.tasks.generate.build_task``)."""
+    from postrisk.io import digest
 
-    text = json.dumps({k: cfg.get(k) for k in keys}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return digest({key: cfg.get(key) for key in ("sizes", f"{prior}_prior")})
 
 
 def guard_message(cfg: Mapping) -> str | None:

@@ -33,19 +33,33 @@ def _default_encoding(ds: xr.Dataset) -> dict:
     return {name: {"compressors": [compressor]} for name in ds.data_vars}
 
 
+#: Test hook for the failure drill (a job killed half-way through writing a store): when set,
+#: a store whose path contains this text is written in two steps, and between them — after the
+#: first variable — the job writes its process id to ``.<name>.paused`` beside the store and
+#: waits there (up to 10 minutes) to be killed.
+PAUSE_ENV = "POSTRISK_TEST_PAUSE_AFTER_FIRST_VARIABLE"
+
+
 def write_zarr_atomic(ds: xr.Dataset, path: str | Path, encoding: dict | None = None) -> Path:
     """Write ``ds`` as a Zarr v3 store so that ``path`` appears complete or not at all.
 
     The store is written beside ``path`` under a temporary name and renamed into place; a crash
-    leaves only a ``.tmp-*`` directory, never a store that looks complete.
+    leaves only a ``.tmp-*`` directory, never a store that looks complete. Such leftovers of
+    earlier, killed writes of the same store are removed first.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    path.with_name(f".{path.name}.paused").unlink(missing_ok=True)
     ds = _variable_length_strings(ds)
+    encoding = encoding if encoding is not None else _default_encoding(ds)
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False,
-                   encoding=encoding if encoding is not None else _default_encoding(ds))
+        pause = os.environ.get(PAUSE_ENV)
+        if pause and pause in str(path) and ds.data_vars:
+            _pause_after_first_variable(ds, tmp, path, encoding)
+        ds.to_zarr(tmp, mode="w", zarr_format=3, consolidated=False, encoding=encoding)
         if path.exists():
             old = path.with_name(f".{path.name}.old-{uuid.uuid4().hex[:8]}")
             os.replace(path, old)
@@ -57,6 +71,17 @@ def write_zarr_atomic(ds: xr.Dataset, path: str | Path, encoding: dict | None = 
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return path
+
+
+def _pause_after_first_variable(ds: xr.Dataset, tmp: Path, path: Path, encoding: dict) -> None:
+    """The :data:`PAUSE_ENV` hook: write the first variable, report, wait to be killed."""
+    import time
+
+    first = next(iter(ds.data_vars))
+    ds[[first]].to_zarr(tmp, mode="w", zarr_format=3, consolidated=False,
+                        encoding={first: encoding[first]} if first in encoding else None)
+    path.with_name(f".{path.name}.paused").write_text(str(os.getpid()))
+    time.sleep(600)
 
 
 def _variable_length_strings(ds: xr.Dataset) -> xr.Dataset:
@@ -80,6 +105,13 @@ def open_zarr(path: str | Path, load: bool = True) -> xr.Dataset:
         return ds
     with ds:
         return ds.load()
+
+
+def digest(value: object) -> str:
+    """A short, stable digest (16 hex digits of sha256) of a JSON-able value (keys sorted)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def json_attr(value: object) -> str:

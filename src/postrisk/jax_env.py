@@ -41,3 +41,14 @@ def use_host_devices(n: int) -> int:
 def share_accelerator_memory() -> None:
     """Let several JAX processes share one GPU: allocate on demand instead of 75% up front."""
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
+def device_provenance() -> dict[str, object]:
+    """What a JAX sampler ran on, for a store's ``sampler_settings``: ``jax.default_backend()``
+    ("cpu", "gpu", …), the first device's kind (e.g. "cpu" or the GPU model) and the number
+    of devices. GPU and CPU runs of the same sampler differ in their draws."""
+    import jax
+
+    devices = jax.devices()
+    return {"backend": jax.default_backend(), "device_kind": devices[0].device_kind,
+            "device_count": len(devices)}

@@ -47,7 +47,7 @@ def make_sample(key: TaskKey, covariates: str | Path, prior: str | Path, n: int,
 
 def make_task(sample: str | Path, settings: dict, out: str | Path) -> None:
     """The reference posterior of one instance (``settings``: config ``posterior.<prior>``)."""
-    task = build_task(open_zarr(sample), settings)
+    task = build_task(validate_store(sample, kind="sample"), settings)
     write_zarr_atomic(validate_store(task, kind="task"), out)
 
 
@@ -65,15 +65,17 @@ def make_tasks(samples: Sequence[str | Path], settings: dict,
 
 def select_seeds(bnn_tasks: Sequence[str | Path], seeds: Sequence[int], n_valid: int,
                  out: str | Path) -> dict:
-    """A cell's valid seeds: the first ``n_valid`` whose BNN instance has max split-R̂ ≤ 1.05
-    (App. B.7), the dropped ones, every seed's max R̂, and the stricter R̂ ≤ 1.01 subset."""
+    """A cell's valid seeds: the first ``n_valid`` whose BNN instance has max R̂ ≤ 1.05
+    (App. B.7), the dropped ones, every seed's max R̂, and the stricter R̂ ≤ 1.01 subset.
+    Too few valid seeds among the candidates is an error naming the cell (never a shortfall)."""
     from postrisk.checks import RHAT_STRICT, RHAT_THRESHOLD, valid_seeds
 
-    max_rhat = {}
+    max_rhat, cell = {}, ""
     for seed, path in zip(seeds, bnn_tasks, strict=True):
-        ds = open_zarr(path, load=False)
+        ds = validate_store(path, kind="task")
         max_rhat[int(seed)] = float(ds["rhat"].max())
-    valid, dropped = valid_seeds(list(seeds), max_rhat, n_valid, RHAT_THRESHOLD)
+        cell = "/".join(str(ds.attrs[k]) for k in ("dataset", "noise", "coverage"))
+    valid, dropped = valid_seeds(list(seeds), max_rhat, n_valid, RHAT_THRESHOLD, cell=cell)
     selection = {"valid": valid, "dropped": dropped, "threshold": RHAT_THRESHOLD,
                  "valid_strict": [s for s in valid if max_rhat[s] <= RHAT_STRICT],
                  "strict_threshold": RHAT_STRICT, "max_rhat": max_rhat}
@@ -114,8 +116,9 @@ def condition_config(method: str, settings: dict, sample: str | Path, tuning: di
         return TuningResult(method=method, study_name="", n_trials=0,
                             config={**cls.defaults, **(settings or {})}, searched={},
                             best_value=None, best_trial=None,
-                            note="not tuned: defaults and fixed settings")
-    ds = open_zarr(sample)
+                            note="not tuned: defaults and fixed settings",
+                            implementation_version=int(cls.implementation_version))
+    ds = validate_store(sample, kind="sample")
     return tune(method, ds["x_train"].values, ds["y_train"].values, journal=journal,
                 fixed=settings, n_trials=int(tuning["trials"]),
                 startup_trials=int(tuning["startup_trials"]),
@@ -145,7 +148,7 @@ def fit_condition(method: str, settings: dict, samples: Sequence[str | Path],
     seeds = [s for s, _ in pairs]
     records = []
     for seed, path in pairs:
-        ds = open_zarr(path)
+        ds = validate_store(path, kind="sample")
         record = run_fit(method, config, ds["x_train"].values, ds["y_train"].values,
                          ds["x_eval"].values, random_state=int(seed), n_threads=n_threads)
         print(f"[{method}] seed {seed}: {record.status} in {record.fit_seconds:.2f} s"

@@ -50,6 +50,7 @@ def collect_checks(task_paths: Sequence[str | Path]):
     instances = pd.DataFrame(rows)
     points = {prior: {"rank_hist": checks.rank_histogram(np.concatenate(ranks[prior]),
                                                          n_draws[prior]),
+                      "rank_expected": checks.rank_bin_probabilities(n_draws[prior]),
                       "mcse_var": np.concatenate(mcse[prior])} for prior in ranks}
     return instances, points
 
@@ -76,9 +77,12 @@ def _table3_over(task_paths, instances: pd.DataFrame, column: str, scale: str,
     return table, points
 
 
-def _rank_histogram_axes(ax, prior: str, shares: np.ndarray, n_inst: int) -> None:
+def _rank_histogram_axes(ax, prior: str, shares: np.ndarray, expected: np.ndarray,
+                         n_inst: int) -> None:
     ax.bar(np.arange(shares.size), shares, width=0.9, color="tab:blue")
-    ax.axhline(1 / shares.size, color="k", lw=1, ls="--")
+    # the exact bin probabilities of a calibrated sampler (D + 1 ranks in 20 bins)
+    ax.step(np.arange(shares.size + 1) - 0.5, np.append(expected, expected[-1]), where="post",
+            color="k", lw=1, ls="--")
     ax.set_title(f"{prior.upper()}: rank of f* among draws ({n_inst} instances)", fontsize=9)
     ax.set_xlabel(f"rank bin ({shares.size})")
     ax.set_ylabel("share")
@@ -114,12 +118,13 @@ def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
     n_inst = {p: int(((instances["prior"] == p) & instances["valid"]).sum()) for p in points}
     fig, axes = plt.subplots(1, len(points), figsize=(4.5 * len(points), 3.2), squeeze=False)
     for ax, (prior, pts) in zip(axes[0], points.items(), strict=True):
-        _rank_histogram_axes(ax, prior, pts["rank_hist"], n_inst[prior])
+        _rank_histogram_axes(ax, prior, pts["rank_hist"], pts["rank_expected"], n_inst[prior])
     _save(fig, figure_png, scale)
     for prior, path in (family_figures or {}).items():
         fig, ax = plt.subplots(figsize=(4.5, 3.2))
         if prior in points:
-            _rank_histogram_axes(ax, prior, points[prior]["rank_hist"], n_inst[prior])
+            _rank_histogram_axes(ax, prior, points[prior]["rank_hist"],
+                                 points[prior]["rank_expected"], n_inst[prior])
         else:
             ax.text(0.5, 0.5, f"{prior.upper()}: no valid instance", ha="center", va="center")
             ax.set_axis_off()

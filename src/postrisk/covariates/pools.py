@@ -1,4 +1,5 @@
-"""Evaluation/candidate split, coverage shells and the PC1 noise score (SPEC §3, §5, §6)."""
+"""Evaluation/candidate split (grouped by covariate value), coverage shells, the PC1 noise score
+(SPEC §3, §5, §6)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,51 @@ def eval_pool_size(n_rows: int, cap: int = 1500) -> int:
     return min(int(cap), n_rows // 2)
 
 
-def split_pools(n_rows: int, n_eval: int,
+def covariate_groups(x: np.ndarray) -> np.ndarray:
+    """A group label per row: rows with identical covariate values share a label."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 2:
+        raise ValueError(f"expected a (rows, features) array, got shape {x.shape}")
+    _, inverse = np.unique(x + 0.0, axis=0, return_inverse=True)  # + 0.0: −0.0 equals 0.0
+    return np.asarray(inverse).reshape(-1)
+
+
+def split_pools(groups: np.ndarray, n_eval: int,
                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted row indices: ``n_eval`` random evaluation rows and the candidate rest."""
+    """Disjoint sorted row indices: ``n_eval`` evaluation rows and the candidate rest, with every
+    group of identical rows (``groups``, see :func:`covariate_groups`) on one side.
+
+    "No evaluation point is ever a training input" (App. B.1) holds by value, not only by row
+    index. Groups are visited in a random order and taken whole while they fit into the
+    evaluation pool's remaining room, until it holds exactly ``n_eval`` rows; every group thus
+    has (almost exactly) the same chance to be evaluated, whatever its size.
+    """
+    groups = np.asarray(groups).reshape(-1)
+    n_rows = groups.size
     if not 0 < n_eval < n_rows:
         raise ValueError(f"n_eval must lie in (0, {n_rows}), got {n_eval}")
-    chosen = np.zeros(n_rows, dtype=bool)
-    chosen[rng.choice(n_rows, size=n_eval, replace=False)] = True
+    sizes = np.bincount(groups)
+    taken = np.zeros(sizes.size, dtype=bool)
+    room = int(n_eval)
+    for group in rng.permutation(sizes.size):
+        if 0 < sizes[group] <= room:
+            taken[group] = True
+            room -= int(sizes[group])
+            if room == 0:
+                break
+    if room:
+        raise ValueError(f"no grouped split gives exactly {n_eval} evaluation rows "
+                         f"({room} short; group sizes {np.bincount(sizes)[1:].tolist()})")
+    chosen = taken[groups]
     return np.flatnonzero(chosen), np.flatnonzero(~chosen)
+
+
+def duplicate_summary(groups: np.ndarray) -> dict[str, int]:
+    """How many distinct covariate values occur more than once, and in how many rows."""
+    sizes = np.bincount(np.asarray(groups).reshape(-1))
+    repeated = sizes[sizes > 1]
+    return {"duplicate_groups": int(repeated.size), "rows_in_duplicate_groups": int(repeated.sum()),
+            "distinct_rows": int(np.count_nonzero(sizes))}
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ PREDICTION_FIELDS = ("mean", "aleatoric_var", "epistemic_var")
 
 #: Names a hyper-parameter may not take (they are attributes of every method).
 _RESERVED = frozenset({"random_state", "n_threads", "name", "display_name", "search_space",
-                       "defaults", "fit", "predict", "get_params"})
+                       "defaults", "implementation_version", "fit", "predict", "get_params"})
 
 
 @dataclass(frozen=True)
@@ -119,14 +119,18 @@ class UncertaintyMethod(ABC):
     Subclasses set ``name`` (registry name), ``display_name`` (as in the paper's tables),
     ``defaults`` (every hyper-parameter with its default value) and ``search_space`` (the subset
     that tuning searches; see :func:`validate_search_space`), and implement ``fit`` and
-    ``predict``. The constructor accepts exactly the declared hyper-parameters as keywords and
-    stores each as an attribute of the same name; :meth:`get_params` returns them.
+    ``predict``. ``implementation_version`` is bumped whenever a change to the method's code
+    changes what it predicts: a tuning sweep is identified by it (with its data and search
+    space), so sweeps of the old code are set aside rather than continued. The constructor
+    accepts exactly the declared hyper-parameters as keywords and stores each as an attribute
+    of the same name; :meth:`get_params` returns them.
     """
 
     name: ClassVar[str]
     display_name: ClassVar[str]
     defaults: ClassVar[dict[str, Any]] = {}
     search_space: ClassVar[dict[str, tuple]] = {}
+    implementation_version: ClassVar[int] = 1
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -340,8 +340,11 @@ class BayesianNeuralNetworkFamily:
                 "scale_draws": int(settings["scale_draws"]),
                 "seconds": time.perf_counter() - start}
 
-    def sample(self, params: dict, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, params: dict, x: np.ndarray, rng: np.random.Generator,
+               info: dict | None = None) -> np.ndarray:
         """One draw of f* at the rows ``x`` (weights drawn by :func:`draw_weights`)."""
+        if info is not None:
+            info.update(method="network weights drawn from the prior")
         x = _check_x(x, None, "x")
         x_ref = np.asarray(params["reference_inputs"], dtype=np.float64)
         weights = draw_weights(rng, int(params["hidden"]), x.shape[1])
@@ -354,6 +357,8 @@ class BayesianNeuralNetworkFamily:
         chains, warmup, samples, target_accept, max_tree_depth; optional chain_method)."""
         import jax
         import numpyro
+
+        from postrisk.jax_env import device_provenance
 
         start = time.perf_counter()
         x_train = _check_x(x_train, None, "x_train")
@@ -383,6 +388,7 @@ class BayesianNeuralNetworkFamily:
                  f"{[round(s, 1) for s in per_chain['mean_num_steps']]}")
         out_settings: dict[str, Any] = {
             "sampler": "numpyro NUTS", "numpyro_version": numpyro.__version__,
+            "jax_version": jax.__version__, **device_provenance(),
             "precision": "float64", "chains": chains, "warmup": warmup, "samples": samples,
             "target_accept": target_accept, "max_tree_depth": max_tree_depth,
             "init": "prior draw per chain", "seed": seed, "hidden": hidden,

@@ -71,9 +71,11 @@ class PriorFamily(Protocol):
     ``fit``: per-dataset parameters fixed before any task (``settings`` = the config section
     ``<family>_prior``; ``x`` all scaled covariate rows, ``target`` the real target, which only
     the GP uses); returns a JSON-able dict with at least ``family`` and the scale constant ``a``.
-    ``sample``: one draw of f* jointly at the rows ``x``. ``posterior``: condition the same prior
-    on (x_train, y_train) with the noise variances known; draws at [x_eval; x_train]
-    (``settings`` = the config section ``posterior.<family>``).
+    ``sample``: one draw of f* jointly at the rows ``x``; ``info`` (a dict), when given, receives
+    how it was drawn (GP: which jitter step of the Cholesky factor, or the eigendecomposition
+    fallback). ``posterior``: condition the same prior on (x_train, y_train) with the noise
+    variances known; draws at [x_eval; x_train] (``settings`` = the config section
+    ``posterior.<family>``); the result's ``settings`` record what the sampler ran on.
     """
 
     name: str
@@ -82,7 +84,8 @@ class PriorFamily(Protocol):
             settings: dict, rng: np.random.Generator,
             progress: Callable[[str], None]) -> dict: ...
 
-    def sample(self, params: dict, x: np.ndarray, rng: np.random.Generator) -> np.ndarray: ...
+    def sample(self, params: dict, x: np.ndarray, rng: np.random.Generator,
+               info: dict | None = None) -> np.ndarray: ...
 
     def posterior(self, params: dict, x_train: np.ndarray, y_train: np.ndarray,
                   noise_var_train: np.ndarray, x_eval: np.ndarray, rng: np.random.Generator,
@@ -112,11 +115,12 @@ class GaussianProcessFamily:
                 "fit": fit.to_dict(), "seconds": time.perf_counter() - start,
                 "fit_rows": settings["fit_rows"], "scale_draws": settings["scale_draws"]}
 
-    def sample(self, params, x, rng):
+    def sample(self, params, x, rng, info=None):
         from postrisk.priors.gp import sample_prior
         from postrisk.priors.kernels import Kernel
 
-        return sample_prior(Kernel.from_dict(params["kernel"]), params["a"], x, rng, size=1)[0]
+        return sample_prior(Kernel.from_dict(params["kernel"]), params["a"], x, rng, size=1,
+                            info=info)[0]
 
     def posterior(self, params, x_train, y_train, noise_var_train, x_eval, rng, settings,
                   progress):
@@ -124,12 +128,16 @@ class GaussianProcessFamily:
         from postrisk.priors.kernels import Kernel
 
         n_draws = settings["draws"]
+        factor: dict = {}
         draws, mean, var = posterior_draws(Kernel.from_dict(params["kernel"]), params["a"],
                                            x_train, y_train, noise_var_train,
-                                           np.concatenate([x_eval, x_train]), n_draws, rng)
+                                           np.concatenate([x_eval, x_train]), n_draws, rng,
+                                           info=factor)
         return PosteriorResult(draws=draws, mean=mean, var=var,
                                settings={"conditioning": "exact", "draws": int(n_draws),
-                                         "precision": "float64"})
+                                         "precision": "float64", "backend": "scipy",
+                                         "device_kind": "cpu",
+                                         "covariance_factor": factor})
 
 
 #: family name → "module:class"; imported on first use (keeps bartz and NumPyro out of GP jobs).

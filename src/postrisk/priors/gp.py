@@ -114,6 +114,8 @@ def sample_prior(kernel: Kernel, a: float, x, rng: np.random.Generator, size: in
     factor, lower = _factor(cov, info)
     del cov
     draws = _draw(factor, lower, size, rng)
+    if info is not None:
+        info.update(n_unique=int(xu.shape[0]))
     return np.ascontiguousarray(draws[:, inv])
 
 

@@ -398,6 +398,8 @@ def posterior_draws(prior: TreePrior, a: float, x_train: np.ndarray, y_train: np
     import bartz
     import jax
 
+    from postrisk.jax_env import device_provenance
+
     check_x64_off()
     x_train = np.asarray(x_train, dtype=np.float64)
     x_eval = np.asarray(x_eval, dtype=np.float64).reshape(-1, x_train.shape[1])
@@ -424,7 +426,7 @@ def posterior_draws(prior: TreePrior, a: float, x_train: np.ndarray, y_train: np
     run = run_tempered(state, key, schedule, thin, progress)
     final_precision = np.asarray(jax.device_get(run.final_state.error_cov_inv.value))
     record = {
-        "conditioning": "mcmc", "sampler": f"bartz {bartz.__version__}",
+        "conditioning": "mcmc", "sampler": f"bartz {bartz.__version__}", **device_provenance(),
         "bartz_version": bartz.__version__, "jax_version": jax.__version__,
         "x64": bool(jax.config.jax_enable_x64), "precision": "float32",
         "chains": chains, "draws_per_chain": draws_per_chain, "draws": chains * draws_per_chain,
@@ -467,8 +469,11 @@ class HeteroscedasticBartFamily:
                 "n_cutpoints": prior.n_cutpoints, "scale_draws": int(settings["scale_draws"]),
                 "seconds": time.perf_counter() - start}
 
-    def sample(self, params: dict, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One draw of f* at the rows ``x`` (float64)."""
+    def sample(self, params: dict, x: np.ndarray, rng: np.random.Generator,
+               info: dict | None = None) -> np.ndarray:
+        """One draw of f* at the rows ``x`` (float64), by our sampler of bartz's tree prior."""
+        if info is not None:
+            info.update(method="tree prior draw (bartz's prior rules)")
         return sample_prior_draws(TreePrior.from_params(params), params["a"], x, rng, size=1)[0]
 
     def posterior(self, params: dict, x_train: np.ndarray, y_train: np.ndarray,

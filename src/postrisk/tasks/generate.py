@@ -19,7 +19,7 @@ from postrisk.checks import instance_point_checks, loglik_rank
 from postrisk.covariates.build import Covariates
 from postrisk.covariates.registry import get_dataset
 from postrisk.coverage import select_training
-from postrisk.io import json_attr, library_versions
+from postrisk.io import digest, json_attr, library_versions
 from postrisk.noise import fit_noise_model
 from postrisk.priors.family import get_family
 from postrisk.tasks.key import TaskKey
@@ -29,7 +29,11 @@ __all__ = ["TaskKey", "build_sample", "build_task"]
 
 def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
                  config_digest: str = "", progress: Callable[[str], None] = print) -> xr.Dataset:
-    """Training inputs by scenario, f* jointly at the evaluation and training rows, noisy y."""
+    """Training inputs by scenario, f* jointly at the evaluation and training rows, noisy y.
+
+    ``config_digest``: digest of the config sections that determine the sample (the sizes and
+    the family's prior settings, :func:`postrisk.config.config_digest`).
+    """
     start = time.perf_counter()
     spec = get_dataset(key.dataset)
     rng = key.streams()
@@ -43,8 +47,9 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     noise_var_eval = noise.variance(score[eval_index], pool_scores)
     noise_var_train = noise.variance(score[train_index], pool_scores)
     family = get_family(key.prior)
+    truth_info: dict = {}
     f_true = family.sample(prior_params, np.concatenate([x[eval_index], x[train_index]]),
-                           rng["truth"])
+                           rng["truth"], info=truth_info)
     n_eval = eval_index.size
     f_eval, f_train = f_true[:n_eval], f_true[n_eval:]
     y_train = f_train + np.sqrt(noise_var_train) * rng["noise"].standard_normal(n)
@@ -79,6 +84,7 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
             "noise_to_signal": float(spec.noise_to_signal),
             "covariates_sha256": ds.attrs.get("raw_sha256", ""),
             "config_digest": config_digest,
+            "f_true_sampler": json_attr(truth_info),
             "versions": json_attr(library_versions()),
             "timings": json_attr({"sample_s": round(seconds, 3)}),
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -91,6 +97,8 @@ def build_task(sample: xr.Dataset, settings: dict,
     """Condition the same prior on the sample (noise variances known): D draws at eval + train.
 
     ``settings``: the family's sampler settings (config ``posterior.<prior>``; GP: ``draws``).
+    The task store's ``config_digest`` covers the sample's digest and ``settings``; the sample's
+    own is kept as ``sample_config_digest``.
     """
     start = time.perf_counter()
     key = TaskKey.from_attrs(sample.attrs)
@@ -106,7 +114,7 @@ def build_task(sample: xr.Dataset, settings: dict,
     mean, var = result.mean[:n_eval], result.var[:n_eval]
     checks = instance_point_checks(draws_eval, sample["f_true_eval"].values, result.chains)
     seconds = time.perf_counter() - start
-    rhat = f"; max split-R̂ {checks['rhat'].max():.3f}" if "rhat" in checks else ""
+    rhat = f"; max R̂ {checks['rhat'].max():.3f}" if "rhat" in checks else ""
     progress(f"[{key.path}] posterior ({key.prior}): {n_draws} draws in {seconds:.1f} s{rhat}; "
              f"90% coverage {checks['covered90'].mean():.3f}; "
              f"corr(m, f*) {np.corrcoef(mean, sample['f_true_eval'].values)[0, 1]:.3f}")
@@ -125,7 +133,11 @@ def build_task(sample: xr.Dataset, settings: dict,
     )
     rank_ll = loglik_rank(result.draws[:, n_eval:], sample["f_true_train"].values,
                           sample["y_train"].values, sample["noise_var_train"].values)
+    sample_digest = sample.attrs.get("config_digest", "")
     task.attrs.update({"store_kind": "task", "sampler_settings": json_attr(result.settings),
+                       "sample_config_digest": sample_digest,
+                       "config_digest": digest({"sample": sample_digest,
+                                                f"posterior.{key.prior}": settings}),
                        "chains": int(result.chains),
                        "rank_loglik": rank_ll,
                        "timings": json_attr(timings),

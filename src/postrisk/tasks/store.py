@@ -13,7 +13,10 @@ import xarray as xr
 
 from postrisk.io import open_zarr
 
-TASK_SCHEMA_VERSION = "2"
+#: Version 3: ``rhat`` and ``ess`` are ArviZ's rank-normalised split-R̂ and bulk ESS, the
+#: evaluation rows are disjoint from the training inputs by value, and the provenance attributes
+#: are complete. Version 2 had the classic split-R̂; version 1 no chain order of draws.
+TASK_SCHEMA_VERSION = "3"
 
 #: name -> (dims, dtype kind) of the sample store's variables.
 SAMPLE_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -46,12 +49,32 @@ OPTIONAL_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 INSTANCE_ATTRS = ("dataset", "prior", "noise", "coverage", "seed")
 SAMPLE_ATTRS = (*INSTANCE_ATTRS, "schema_version", "store_kind", "a", "noise_model", "prior_params",
-                "n", "n_eval", "noise_to_signal", "config_digest", "versions", "timings")
-TASK_ATTRS = (*SAMPLE_ATTRS, "sampler_settings", "rank_loglik", "chains")
+                "n", "n_eval", "noise_to_signal", "config_digest", "f_true_sampler", "versions",
+                "timings")
+TASK_ATTRS = (*SAMPLE_ATTRS, "sampler_settings", "sample_config_digest", "rank_loglik", "chains")
 
 
 class StoreValidationError(ValueError):
     """A store that breaks the contract; the message lists every problem found."""
+
+
+def row_keys(x: np.ndarray) -> set[bytes]:
+    """The rows of ``x`` as hashable keys: equal keys exactly when the values are equal."""
+    x = np.ascontiguousarray(np.asarray(x, dtype=np.float64) + 0.0)  # + 0.0: −0.0 is 0.0
+    return set(x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel().tolist())
+
+
+def shared_rows(x_a: np.ndarray, x_b: np.ndarray) -> int:
+    """How many distinct covariate values occur both in ``x_a`` and in ``x_b``."""
+    return len(row_keys(x_a) & row_keys(x_b))
+
+
+def schema_message(where: object, version: object) -> str:
+    """Why a store of another schema version is refused, and how to rebuild it."""
+    return (f"{where}: task/sample store of schema version {version!r}; this version of "
+            f"postrisk reads version {TASK_SCHEMA_VERSION!r} (docs/task_store.md). Rebuild it: "
+            "delete the store (or all of results/) and run the workflow again, e.g. "
+            "`snakemake --cores 2 <path of the store>`; a released suite is downloaded anew.")
 
 
 def _check_vars(ds: xr.Dataset, spec: dict, problems: list[str]) -> None:
@@ -70,17 +93,19 @@ def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> x
     """Check a sample or task store against the contract; return it loaded, or raise.
 
     ``kind`` is "sample" or "task"; by default it is read from the store's ``store_kind``.
-    Checks: schema version, variables with dims and dtypes, attributes, finite values, positive
-    noise variances, non-negative posterior variances, disjoint evaluation and training rows.
+    Checks: schema version (a store of another version is refused with how to rebuild it),
+    variables with dims and dtypes, attributes, finite values, positive noise variances,
+    non-negative posterior variances, evaluation rows disjoint from the training inputs by row
+    index and by value ("no evaluation point is ever a training input").
     """
     ds = open_zarr(store) if not isinstance(store, xr.Dataset) else store
+    where = store if not isinstance(store, xr.Dataset) else "dataset"
     kind = kind or ds.attrs.get("store_kind")
     problems: list[str] = []
+    if ds.attrs.get("schema_version") != TASK_SCHEMA_VERSION:
+        raise StoreValidationError(schema_message(where, ds.attrs.get("schema_version")))
     if kind not in ("sample", "task"):
         raise StoreValidationError(f"unknown store kind {kind!r} (expected 'sample' or 'task')")
-    if ds.attrs.get("schema_version") != TASK_SCHEMA_VERSION:
-        problems.append(f"schema_version {ds.attrs.get('schema_version')!r}, expected "
-                        f"{TASK_SCHEMA_VERSION!r}")
     _check_vars(ds, SAMPLE_VARIABLES, problems)
     attrs = TASK_ATTRS if kind == "task" else SAMPLE_ATTRS
     problems += [f"missing attribute {a!r}" for a in attrs if a not in ds.attrs]
@@ -103,6 +128,10 @@ def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> x
                 problems.append(f"{name} has non-positive values")
         if set(ds["train_index"].values.tolist()) & set(ds["eval_index"].values.tolist()):
             problems.append("training and evaluation rows overlap")
+        twins = shared_rows(ds["x_train"].values, ds["x_eval"].values)
+        if twins:
+            problems.append(f"{twins} evaluation point value(s) equal a training input (no "
+                            "evaluation point may be a training input)")
         if ds.sizes["train"] != ds.attrs.get("n") or ds.sizes["eval"] != ds.attrs.get("n_eval"):
             problems.append("sizes disagree with attrs n / n_eval")
         if kind == "task":
@@ -111,6 +140,5 @@ def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> x
             if not np.all(ds["posterior_var"].values >= 0):
                 problems.append("posterior_var has negative values")
     if problems:
-        where = store if not isinstance(store, xr.Dataset) else "dataset"
         raise StoreValidationError(f"{where}: " + "; ".join(problems))
     return ds
