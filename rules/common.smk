@@ -20,8 +20,8 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 from postrisk import config as pr_config
 # The store schema versions are params of the jobs that write stores, so a store written by
 # another version of the code is rebuilt by the next run (a job whose params changed reruns).
-from postrisk.covariates.build import COVARIATES_SCHEMA_VERSION
-from postrisk.tasks.store import TASK_SCHEMA_VERSION
+from postrisk.covariates import COVARIATES_SCHEMA_VERSION
+from postrisk.tasks import TASK_SCHEMA_VERSION
 from postrisk.covariates.registry import registry as dataset_registry
 
 try:

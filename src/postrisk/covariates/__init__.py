@@ -5,6 +5,11 @@ Names are imported lazily so that reading the registry (every workflow start) st
 
 from postrisk._lazy import lazy_exports
 
+#: Version of the covariate stores (light to import: the workflow passes it to the jobs that
+#: write them). Version 2: the evaluation/candidate split keeps identical rows on one side;
+#: version 1 split by row index only.
+COVARIATES_SCHEMA_VERSION = "covariates-2"
+
 _EXPORTS = {
     "build_covariates": "postrisk.covariates.build",
     "covariates_from_raw": "postrisk.covariates.build",

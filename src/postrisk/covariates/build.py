@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from postrisk import seeding
+from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.clean import MinMaxScaling, clean_covariates, fit_min_max
 from postrisk.covariates.fetch import FetchSettings, RawTable, load_raw_table
 from postrisk.covariates.pools import (
@@ -23,10 +24,6 @@ from postrisk.covariates.pools import (
 )
 from postrisk.covariates.registry import DatasetSpec, get_dataset
 from postrisk.io import json_attr, library_versions, open_zarr, write_zarr_atomic
-
-#: Version 2: the evaluation/candidate split is grouped by covariate value (identical rows on
-#: one side); version 1 split by row index only.
-COVARIATES_SCHEMA_VERSION = "covariates-2"
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,7 @@ import numpy as np
 import xarray as xr
 
 from postrisk.io import open_zarr
-
-#: Version 3: ``rhat`` and ``ess`` are ArviZ's rank-normalised split-R̂ and bulk ESS, the
-#: evaluation rows are disjoint from the training inputs by value, and the provenance attributes
-#: are complete. Version 2 had the classic split-R̂; version 1 no chain order of draws.
-TASK_SCHEMA_VERSION = "3"
+from postrisk.tasks import TASK_SCHEMA_VERSION  # noqa: F401 - re-exported, the contract's version
 
 #: name -> (dims, dtype kind) of the sample store's variables.
 SAMPLE_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
