@@ -102,3 +102,12 @@ def test_principal_score_sign_and_direction():
     _, vecs = np.linalg.eigh(np.cov(z, rowvar=False, bias=True))
     np.testing.assert_allclose(np.abs(pcs.loadings), np.abs(vecs[:, -1]), atol=1e-10)
     assert abs(np.corrcoef(pcs.score(x), t)[0, 1]) > 0.99
+
+
+def test_shared_values_counts_distinct_values_in_both():
+    from postrisk.covariates.pools import shared_values
+
+    a = np.array([[0.0, 1.0], [0.5, 0.5], [0.5, 0.5], [-0.0, 0.2]])
+    b = np.array([[0.5, 0.5], [0.0, 0.2], [0.0, 1.0000001]])
+    assert shared_values(a, b) == 2  # (0.5, 0.5) once, and −0.0 equals 0.0
+    assert shared_values(a, a[:1]) == 1 and shared_values(a[:1], b) == 0

@@ -83,12 +83,12 @@ def test_store_validation_catches_broken_stores(concrete, gp_params):
 
 def test_generated_instances_have_no_evaluation_point_among_training_inputs(concrete,
                                                                              gp_params):
-    from postrisk.tasks.store import shared_rows
+    from postrisk.covariates.pools import shared_values
 
     for coverage in ("balanced", "ood"):
         s = build_sample(TaskKey("concrete", "gp", "bump", coverage, 0), concrete, gp_params,
                          348, progress=lambda _: None)
-        assert shared_rows(s["x_train"].values, s["x_eval"].values) == 0
+        assert shared_values(s["x_train"].values, s["x_eval"].values) == 0
 
 
 def test_noise_parameters_stored_and_mean_matches(concrete, gp_params):

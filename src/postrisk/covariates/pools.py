@@ -27,6 +27,14 @@ def covariate_groups(x: np.ndarray) -> np.ndarray:
     return np.asarray(inverse).reshape(-1)
 
 
+def shared_values(x_a: np.ndarray, x_b: np.ndarray) -> int:
+    """How many distinct covariate values (rows, as :func:`covariate_groups` compares them)
+    occur both in ``x_a`` and in ``x_b``."""
+    x_a, x_b = np.asarray(x_a, dtype=float), np.asarray(x_b, dtype=float)
+    groups = covariate_groups(np.concatenate([x_a, x_b]))
+    return len(set(groups[:x_a.shape[0]].tolist()) & set(groups[x_a.shape[0]:].tolist()))
+
+
 def split_pools(groups: np.ndarray, n_eval: int,
                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint sorted row indices: ``n_eval`` evaluation rows and the candidate rest, with every

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from postrisk.covariates.pools import shared_values
 from postrisk.io import open_zarr
 from postrisk.tasks import TASK_SCHEMA_VERSION  # noqa: F401 - re-exported, the contract's version
 
@@ -52,17 +53,6 @@ TASK_ATTRS = (*SAMPLE_ATTRS, "sampler_settings", "sample_config_digest", "rank_l
 
 class StoreValidationError(ValueError):
     """A store that breaks the contract; the message lists every problem found."""
-
-
-def row_keys(x: np.ndarray) -> set[bytes]:
-    """The rows of ``x`` as hashable keys: equal keys exactly when the values are equal."""
-    x = np.ascontiguousarray(np.asarray(x, dtype=np.float64) + 0.0)  # + 0.0: −0.0 is 0.0
-    return set(x.view(np.dtype((np.void, x.dtype.itemsize * x.shape[1]))).ravel().tolist())
-
-
-def shared_rows(x_a: np.ndarray, x_b: np.ndarray) -> int:
-    """How many distinct covariate values occur both in ``x_a`` and in ``x_b``."""
-    return len(row_keys(x_a) & row_keys(x_b))
 
 
 def schema_message(where: object, version: object) -> str:
@@ -124,7 +114,7 @@ def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> x
                 problems.append(f"{name} has non-positive values")
         if set(ds["train_index"].values.tolist()) & set(ds["eval_index"].values.tolist()):
             problems.append("training and evaluation rows overlap")
-        twins = shared_rows(ds["x_train"].values, ds["x_eval"].values)
+        twins = shared_values(ds["x_train"].values, ds["x_eval"].values)
         if twins:
             problems.append(f"{twins} evaluation point value(s) equal a training input (no "
                             "evaluation point may be a training input)")
