@@ -13,7 +13,7 @@ help:
 	@echo "make demo       set up .venv and run the embedded demo end to end"
 	@echo "make test       fast test tier (<= 10 min)"
 	@echo "make test-slow  slow test tier (<= 40 min)"
-	@echo "make lint       ruff + snakemake --lint"
+	@echo "make lint       ruff + snakemake --lint + import contracts (lint-imports)"
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -40,6 +40,7 @@ test-slow: env
 lint: env
 	$(BIN)/ruff check src tests scripts benchmarks
 	$(BIN)/snakemake --lint
+	$(BIN)/lint-imports --no-cache
 
 envs: env
 	$(BIN)/postrisk envs --write

@@ -1,4 +1,5 @@
-"""Check the demo's per-stage wall-clock budget (SPEC §12) from Snakemake's benchmark files.
+"""Check the demo's per-stage wall-clock budget (docs/design.md, "Scale presets and budgets")
+from Snakemake's benchmark files.
 
 Run after `make demo`:  .venv/bin/python benchmarks/demo_budget.py [--results results]
 Each rule writes `results/benchmarks/<stage>/<job>.tsv` (its `benchmark:` file). A stage's time

@@ -1,4 +1,4 @@
-"""Exact GP reference posterior: ``postrisk.priors.gp.posterior_draws`` against GPJax.
+"""Exact GP reference posterior: ``postrisk.gp.exact.posterior_draws`` against GPJax.
 
 One instance: ``--n`` training points and ``--n-eval`` evaluation points, uniform in [0, 1]^8,
 an ARD RBF kernel, heteroscedastic known noise variances; f is drawn from the prior and
@@ -27,8 +27,8 @@ import gpjax as gpx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from postrisk.priors.gp import posterior_draws, sample_prior  # noqa: E402
-from postrisk.priors.kernels import Kernel  # noqa: E402
+from postrisk.gp.exact import posterior_draws, sample_prior  # noqa: E402
+from postrisk.gp.kernels import Kernel  # noqa: E402
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ paper's 4 chains × (500 + 250)) is **extrapolated** from it, not measured: seco
 leapfrog step of the run × the leapfrog steps the target would take, with the run's mean steps
 per warm-up and per sampling iteration (a short warm-up under-adapts, so this is a rough
 figure), and, for comparison, by iterations alone. Also reported: the max over evaluation
-points of R̂ (``postrisk.checks.rhat_and_ess``: ArviZ's rank-normalised split-R̂, function
+points of R̂ (``postrisk.tasks.diagnostics.rhat_and_ess``: ArviZ's rank-normalised split-R̂, function
 space) and the share of evaluation points with f* inside the central 90% interval of the draws.
 
 Usage (the process sets 2 host devices, one per CPU core, before importing JAX)::
@@ -28,10 +28,10 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
-from postrisk.jax_env import use_host_devices  # noqa: E402
+from postrisk.core.jax_env import use_host_devices  # noqa: E402
 
 PRESETS = {
-    # paper scale (SPEC §7): n ≈ 2,000, n_eval 1,500, d = 8; a shortened run, extrapolated
+    # paper scale: n ≈ 2,000, n_eval 1,500, d = 8; a shortened run, extrapolated
     "paper": {"n": 2000, "n_eval": 1500, "d": 8, "run_chains": 2, "run_warmup": 60,
               "run_samples": 20, "target_chains": 4, "target_warmup": 500,
               "target_samples": 250},
@@ -52,8 +52,8 @@ def bnn_benchmark(n: int = 2000, n_eval: int = 1500, d: int = 8, run_chains: int
     import jax
     import numpy as np
 
-    from postrisk.checks import rhat_and_ess
     from postrisk.priors.bnn import BayesianNeuralNetworkFamily
+    from postrisk.tasks.diagnostics import rhat_and_ess
 
     rng = np.random.default_rng(seed)
     fam = BayesianNeuralNetworkFamily()

@@ -1,6 +1,6 @@
 """Fit + predict seconds per method on a paper-sized instance, against the exact GP reference.
 
-One instance (SPEC §7 sizes): ``--n`` training points (Table 4's largest n is 2,000) and
+One instance of paper size: ``--n`` training points (Table 4's largest n is 2,000) and
 ``--n-eval`` evaluation points, uniform in [0, 1]^8; f is a draw from a GP prior (ARD RBF,
 a = 1) and the noise is heteroscedastic (variance 0.02–0.3 along the first input). Each method
 runs with its default hyper-parameters through ``run_fit`` (the workflow's own path: thread
@@ -24,10 +24,10 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import numpy as np  # noqa: E402
 
-from postrisk.methods.base import run_fit  # noqa: E402
+from postrisk.gp.exact import posterior_moments, sample_prior  # noqa: E402
+from postrisk.gp.kernels import Kernel  # noqa: E402
 from postrisk.methods.registry import implemented_methods  # noqa: E402
-from postrisk.priors.gp import posterior_moments, sample_prior  # noqa: E402
-from postrisk.priors.kernels import Kernel  # noqa: E402
+from postrisk.methods.runner import run_fit  # noqa: E402
 
 
 def instance(n: int, n_eval: int, d: int, seed: int):

@@ -1,4 +1,5 @@
-"""How long `snakemake -n` takes to plan the full grid of config.yaml (SPEC §12: ≤ 60 s).
+"""How long `snakemake -n` takes to plan the full grid of config.yaml (budget ≤ 60 s;
+docs/design.md, "Scale presets and budgets").
 
 Runs, in one session and in a scratch working directory: (1) a dry run of a single task store
 (the baseline: start-up and parsing), (2) a dry run of the whole config. Prints both times, the

@@ -1,4 +1,5 @@
-# Reference-posterior checks (SPEC §8; paper Table 3): pooled over all task stores of the grid.
+# Reference-posterior checks (docs/design.md, "Reference-posterior checks" and "Seeds"; paper
+# Table 3): pooled over all task stores of the grid.
 
 
 # Per cell, the seeds whose BNN instance converged (max split-R̂ ≤ 1.05): the first
@@ -7,9 +8,8 @@ rule valid_seeds:
     input:
         cell_bnn_tasks,
     output:
-        "results/checks/seeds/{dataset}/{noise}/{coverage}.json",
+        path("seed_selection"),
     params:
-        seeds=lambda wildcards: TASK_SEEDS,
         n_valid=config["seeds"]["valid_per_cell"],
     log:
         "results/logs/valid_seeds/{dataset}/{noise}/{coverage}.log",
@@ -25,12 +25,11 @@ rule checks:
     input:
         all_task_stores,
     output:
-        table="results/checks/table3.csv",
-        instances="results/checks/instances.csv",
-        sensitivity="results/checks/table3_rhat101.csv",
-        figure="results/figures/rank_histograms.png",
-        family_figures=expand("results/figures/rank_histograms_{prior}.png",
-                              prior=IMPLEMENTED_PRIORS),
+        table=path("table3"),
+        instances=path("instances"),
+        sensitivity=path("table3_rhat101"),
+        figure=path("rank_histograms"),
+        family_figures=[path("rank_histogram_family", prior=p) for p in IMPLEMENTED_PRIORS],
     params:
         scale=config["scale"],
         n_valid=config["seeds"]["valid_per_cell"],

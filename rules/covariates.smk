@@ -1,11 +1,12 @@
-# Covariates (SPEC §3, §5, §6): fetch, clean, scale, split, shells, PC1 — one store per dataset.
+# Covariates (docs/design.md, "Covariates"): fetch, clean, scale, split, shells, PC1 — one
+# store per dataset.
 
 
 rule covariates:
     input:
         unpack(scaling_reference_input),
     output:
-        directory("results/covariates/{dataset}.zarr"),
+        directory(path("covariates")),
     params:
         fetch=fetch_params,
         n_eval_cap=config["sizes"]["n_eval_cap"],

@@ -1,11 +1,12 @@
-# Methods (SPEC §10): one fit job per (method, condition), looping over the condition's seeds;
-# one scoring job per condition (all methods and the reference rows); the aggregate table.
+# Methods (docs/design.md, "Methods"): one fit job per (method, condition), looping over the
+# condition's seeds; one scoring job per condition (all methods and the reference rows); the
+# aggregate table.
 
 
 # A fit job runs its (method, condition)'s tuning sweep first when the condition is tuned
 # (resuming from its journal), records the configuration it used in results/tuning/, then fits
 # every usable seed. One job, not two, per (method, condition): the full grid's DAG stays
-# plannable (SPEC §12; job granularity in NOTES).
+# plannable (docs/design.md, "Layout": job granularity).
 if not config["fit_batch"]:
 
     rule fit:
@@ -13,8 +14,8 @@ if not config["fit_batch"]:
             samples=condition_samples,
             seed_selection=seed_selection,
         output:
-            fits=directory("results/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.zarr"),
-            config="results/tuning/{dataset}/{prior}/{noise}/{coverage}/{method}.json",
+            fits=directory(path("fit")),
+            config=path("tuning_result"),
         params:
             seeds=condition_seeds,
             n_valid=config["seeds"]["valid_per_cell"],
@@ -33,16 +34,15 @@ if not config["fit_batch"]:
 
 else:
     # Presets (`fit_batch: true`): one job per method tunes and fits every condition in one
-    # process, so the method's imports and compiled code are paid once (SPEC §12). Same
+    # process, so the method's imports and compiled code are paid once. Same
     # stores, same numbers as one job per condition.
 
     rule fit_batch:
         input:
             lambda w: fit_batch_inputs(w.method),
         output:
-            [directory(f"results/fits/{d}/{p}/{n}/{c}/{{method}}.zarr")
-             for d, p, n, c in CONDITIONS]
-            + [f"results/tuning/{d}/{p}/{n}/{c}/{{method}}.json" for d, p, n, c in CONDITIONS],
+            [directory(c.path("fit")) for c in CONDITIONS]
+            + [c.path("tuning_result") for c in CONDITIONS],
         params:
             jobs=lambda w: fit_batch_jobs(w.method),
             n_valid=config["seeds"]["valid_per_cell"],
@@ -63,7 +63,7 @@ rule score:
         fits=condition_fits,
         seed_selection=seed_selection,
     output:
-        "results/scores/{dataset}/{prior}/{noise}/{coverage}.csv",
+        path("scores"),
     params:
         seeds=condition_seeds,
         n_valid=config["seeds"]["valid_per_cell"],
@@ -81,11 +81,11 @@ rule score:
 rule aggregate_scores:
     input:
         scores=all_score_tables,
-        instances="results/checks/instances.csv",
+        instances=path("instances"),
     output:
-        table="results/tables/scores.csv",
-        sensitivity="results/tables/scores_rhat101.csv",
-        figure="results/figures/scores.png",
+        table=path("score_table"),
+        sensitivity=path("score_table_rhat101"),
+        figure=path("score_figure"),
     params:
         scale=config["scale"],
     log:

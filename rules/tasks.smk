@@ -1,12 +1,13 @@
-# Priors and task instances (SPEC §4, §7): per-dataset prior parameters, then per instance the
-# sample (what methods see) and the reference posterior (the task store).
+# Priors and task instances (docs/design.md, "Priors", "Task instances"): per-dataset prior
+# parameters, then per instance the sample (what methods see) and the reference posterior (the
+# task store).
 
 
 rule prior:
     input:
         covariates=covariate_store_of,
     output:
-        "results/priors/{dataset}/{prior}.json",
+        path("prior"),
     params:
         settings=prior_settings,
     log:
@@ -26,9 +27,9 @@ if not config["posterior_batch"]:
     rule sample:
         input:
             covariates=covariate_store_of,
-            prior="results/priors/{dataset}/{prior}.json",
+            prior=path("prior"),
         output:
-            directory("results/samples/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr"),
+            directory(path("sample")),
         params:
             n=training_size_of,
             digest=lambda wildcards: sample_digest(wildcards.prior),
@@ -44,9 +45,9 @@ if not config["posterior_batch"]:
 
     rule posterior_exact:
         input:
-            "results/samples/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr",
+            path("sample"),
         output:
-            directory("results/tasks/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr"),
+            directory(path("task")),
         wildcard_constraints:
             prior="gp",
         params:
@@ -66,9 +67,9 @@ if not config["posterior_batch"]:
     # device.
     rule posterior_mcmc:
         input:
-            "results/samples/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr",
+            path("sample"),
         output:
-            directory("results/tasks/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr"),
+            directory(path("task")),
         wildcard_constraints:
             prior="hbart|bnn",
         params:
@@ -88,8 +89,8 @@ if not config["posterior_batch"]:
 else:
     # Presets (`posterior_batch: true`): all instances of one (dataset, prior) in one process
     # per stage — their sample stores, then their reference posteriors — so imports are paid
-    # and samplers compiled once, not once per instance (SPEC §12: amortise start-up rather
-    # than shrink the science). Same stores, same numbers.
+    # and samplers compiled once, not once per instance (amortise start-up rather than shrink
+    # the science). Same stores, same numbers.
     for _prior in IMPLEMENTED_PRIORS:
 
         rule:
@@ -97,7 +98,7 @@ else:
                 f"sample_batch_{_prior}"
             input:
                 covariates=covariate_store_of,
-                prior=f"results/priors/{{dataset}}/{_prior}.json",
+                prior=path("prior", prior=_prior),
             output:
                 [directory(p) for p in batch_paths("samples", "{dataset}", _prior)],
             params:

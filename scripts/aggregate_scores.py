@@ -1,7 +1,7 @@
 """Snakemake entry point of rule `aggregate_scores`: mean ρ per method and target."""
 
-from postrisk.pipeline import report_scores
-from postrisk.workflow import job_log
+from postrisk.workflow.logs import job_log
+from postrisk.workflow.steps import report_scores
 
 snakemake = globals()["snakemake"]
 

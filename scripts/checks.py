@@ -1,7 +1,7 @@
 """Snakemake entry point of rule `checks`: Table 3, its R̂ sensitivity version, rank histograms."""
 
-from postrisk.pipeline import report_checks
-from postrisk.workflow import job_log
+from postrisk.workflow.logs import job_log
+from postrisk.workflow.steps import report_checks
 
 snakemake = globals()["snakemake"]
 

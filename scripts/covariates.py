@@ -2,7 +2,7 @@
 
 from postrisk.covariates import build_covariates, get_dataset, scaling_from_store, write_covariates
 from postrisk.covariates.fetch import FetchSettings
-from postrisk.workflow import job_log
+from postrisk.workflow.logs import job_log
 
 snakemake = globals()["snakemake"]
 

@@ -1,8 +1,8 @@
 """Snakemake entry point of rule `fit` (one method, one condition: its sweep when tuned, then
 every usable seed) and of the batched `fit_batch_<prior>` rules (every condition of a prior)."""
 
-from postrisk.pipeline import fit_condition
-from postrisk.workflow import job_log
+from postrisk.workflow.logs import job_log
+from postrisk.workflow.steps import fit_condition
 
 snakemake = globals()["snakemake"]
 

@@ -1,7 +1,7 @@
 """Snakemake entry point of rule `prior`."""
 
-from postrisk.pipeline import fit_prior
-from postrisk.workflow import job_log
+from postrisk.workflow.logs import job_log
+from postrisk.workflow.steps import fit_prior
 
 snakemake = globals()["snakemake"]
 

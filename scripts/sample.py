@@ -1,9 +1,9 @@
 """Snakemake entry point of rule `sample` (one instance) and of the batched `sample_batch_<prior>`
 rules (every instance of a (dataset, prior); `params.instances` in output order)."""
 
-from postrisk.pipeline import make_sample
 from postrisk.tasks.generate import TaskKey
-from postrisk.workflow import job_log
+from postrisk.workflow.logs import job_log
+from postrisk.workflow.steps import make_sample
 
 snakemake = globals()["snakemake"]
 

@@ -1,7 +1,7 @@
 """Snakemake entry point of rule `score`: every method and reference row of one condition."""
 
-from postrisk.pipeline import score_condition_files
-from postrisk.workflow import job_log
+from postrisk.workflow.logs import job_log
+from postrisk.workflow.steps import score_condition_files
 
 snakemake = globals()["snakemake"]
 

@@ -4,7 +4,7 @@ import json
 
 from postrisk.covariates import verify_covariates
 from postrisk.covariates.fetch import FetchSettings
-from postrisk.workflow import job_log
+from postrisk.workflow.logs import job_log
 
 snakemake = globals()["snakemake"]
 

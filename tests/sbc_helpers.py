@@ -1,4 +1,5 @@
-"""Simulation-based calibration over small instances of one prior family (SPEC §8).
+"""Simulation-based calibration over small instances of one prior family (docs/design.md,
+"Reference-posterior checks").
 
 Each instance: x uniform in [0, 1]^d (evaluation rows first), f* from the family's own
 ``sample``, known heteroscedastic noise SD 0.2 + 0.3·x₁ at the training rows, y = f* + noise,
@@ -14,7 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from postrisk.checks import CalibrationTest, calibration_test, covered_central, loglik_rank
+from postrisk.evaluation.posterior_checks import CalibrationTest, calibration_test
+from postrisk.tasks.diagnostics import covered_central, loglik_rank
 
 
 def make_instance(sample: Callable[[np.ndarray, np.random.Generator], np.ndarray], seed: int,

@@ -21,7 +21,12 @@ from postrisk.methods.nn.backbone import (
     spectral_normalize,
     spectral_norms,
 )
-from postrisk.methods.nn.heads import HEAD_EPS, gaussian_head, gaussian_nll, natural_gaussian_head
+from postrisk.methods.nn.heads import (
+    HEAD_EPS,
+    gaussian_head,
+    natural_gaussian_head,
+    pointwise_gaussian_nll,
+)
 from postrisk.methods.nn.train import nadamw, steps_per_epoch, train
 
 SN_TOLERANCE = 1e-2
@@ -313,7 +318,7 @@ def test_gaussian_head_and_nll_match_hand_formulas():
     np.testing.assert_allclose(var, sd ** 2, rtol=1e-5)
     y = jnp.array([0.0, 1.0, -2.0])
     expected = -stats.norm.logpdf(np.asarray(y), np.asarray(mean), sd)
-    np.testing.assert_allclose(gaussian_nll(mean, var, y), expected, rtol=1e-5)
+    np.testing.assert_allclose(pointwise_gaussian_nll(mean, var, y), expected, rtol=1e-5)
 
 
 def test_natural_parameter_head():

@@ -28,7 +28,8 @@ SHORT_NUTS = {"chains": 2, "warmup": 40, "samples": 20, "target_accept": 0.9,
 
 
 def loop_f(x: np.ndarray, wt: BnnWeights, a: float, x_ref: np.ndarray) -> np.ndarray:
-    """SPEC §4 written out: a loop over hidden units, one input row at a time."""
+    """The BNN prior (docs/design.md, "Priors") written out: a loop over hidden units, one
+    input row at a time."""
     hidden, d = wt.w.shape
 
     def u(row):

@@ -8,7 +8,8 @@ prior SD of f ≈ 1: the data are informative), 4 evaluation rows; f* from
 :meth:`BayesianNeuralNetworkFamily.posterior` with reduced iterations (2 chains × (100 warm-up
 + 50 draws), every 2nd draw kept: D = 50; same shapes for every instance: compiled once).
 Test quantities per instance: the rank of f*(x) at one random evaluation point, the rank of
-f*'s data log-likelihood, 90% coverage (``postrisk.checks.calibration_test``, α = 1e-3).
+f*'s data log-likelihood, 90% coverage
+(``postrisk.evaluation.posterior_checks.calibration_test``, α = 1e-3).
 Negative controls that must fail: conditioning with the noise variance doubled, as for the GP
 and HBART (on the first 100 instances: the log-likelihood rank has power to spare), draws of
 another evaluation point, prior draws used as the posterior.

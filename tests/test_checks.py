@@ -2,25 +2,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from postrisk import checks
+from postrisk.evaluation import posterior_checks
+from postrisk.grid import seeds
+from postrisk.tasks import diagnostics
 
 
 def test_rank_bins_have_exact_probabilities():
     # D = 200: 201 ranks in 20 bins — one bin holds 11 ranks, the others 10
-    probs = checks.rank_bin_probabilities(200)
+    probs = diagnostics.rank_bin_probabilities(200)
     assert probs.sum() == pytest.approx(1.0)
     assert sorted(np.round(probs * 201).astype(int).tolist()) == [10] * 19 + [11]
     # D = 999: 1000 ranks split evenly
-    np.testing.assert_allclose(checks.rank_bin_probabilities(999), 0.05)
+    np.testing.assert_allclose(diagnostics.rank_bin_probabilities(999), 0.05)
     # a perfect sampler's expected histogram has deviation 0 in Table 3; against a flat 1/20 it
     # would show a floor of 11/201 − 1/20
     ranks = np.arange(201)
-    points = {"bnn": {"rank_hist": checks.rank_histogram(ranks, 200), "rank_expected": probs,
+    points = {"bnn": {"rank_hist": diagnostics.rank_histogram(ranks, 200), "rank_expected": probs,
                       "mcse_var": np.zeros(3)}}
     inst = pd.DataFrame({"prior": "bnn", "dataset": "a", "noise": "bump", "coverage": "ood",
                          "seed": [0], "n_eval": [201], "covered90": [180],
                          "corr_mean_ftrue": [0.9]})
-    table = checks.table3(inst, points, np.random.default_rng(0))
+    table = posterior_checks.table3(inst, points, np.random.default_rng(0))
     assert table["rank_hist_max_dev_pp"].iloc[0] == 0.0
     assert np.max(np.abs(points["bnn"]["rank_hist"] - 0.05)) == pytest.approx(11 / 201 - 0.05)
 
@@ -28,9 +30,9 @@ def test_rank_bins_have_exact_probabilities():
 def test_rank_and_coverage_on_a_hand_case():
     draws = np.arange(10.0)[:, None] * np.ones((1, 3))
     f = np.array([-1.0, 4.5, 20.0])
-    np.testing.assert_array_equal(checks.rank_of_truth(draws, f), [0, 5, 10])
-    np.testing.assert_array_equal(checks.covered_central(draws, f), [False, True, False])
-    shares = checks.rank_histogram(np.array([0, 5, 10]), n_draws=10, bins=2)
+    np.testing.assert_array_equal(diagnostics.rank_of_truth(draws, f), [0, 5, 10])
+    np.testing.assert_array_equal(diagnostics.covered_central(draws, f), [False, True, False])
+    shares = diagnostics.rank_histogram(np.array([0, 5, 10]), n_draws=10, bins=2)
     # ranks 0…10 split into two bins of 5.5 ranks: {0, 5} below, {10} above
     np.testing.assert_allclose(shares, [2 / 3, 1 / 3])
 
@@ -38,7 +40,7 @@ def test_rank_and_coverage_on_a_hand_case():
 def test_batch_means_mcse_matches_theory_for_iid_draws():
     rng = np.random.default_rng(0)
     draws = rng.normal(size=(4000, 2000))
-    rel = checks.batch_means_mcse_var(draws)
+    rel = diagnostics.batch_means_mcse_var(draws)
     # SE of a normal sample variance relative to σ²: √(2/(D−1))
     assert abs(np.median(rel) - np.sqrt(2 / 3999)) < 0.15 * np.sqrt(2 / 3999)
 
@@ -47,8 +49,8 @@ def test_batch_means_sees_within_chain_dependence():
     rng = np.random.default_rng(1)
     iid = rng.normal(size=(1000, 300))
     sticky = np.repeat(rng.normal(size=(100, 300)), 10, axis=0)  # 10 copies of each draw
-    assert np.median(checks.batch_means_mcse_var(sticky)) > \
-        2 * np.median(checks.batch_means_mcse_var(iid))
+    assert np.median(diagnostics.batch_means_mcse_var(sticky)) > \
+        2 * np.median(diagnostics.batch_means_mcse_var(iid))
 
 
 def test_calibration_test_accepts_calibrated_and_rejects_overconfident():
@@ -58,55 +60,55 @@ def test_calibration_test_accepts_calibrated_and_rejects_overconfident():
     good = rng.normal(size=(d, n))
     bad = 0.5 * rng.normal(size=(d, n))  # too narrow
     for draws, should_pass in ((good, True), (bad, False)):
-        test = checks.calibration_test({"f": checks.rank_of_truth(draws, f)},
-                                       checks.covered_central(draws, f), d)
+        test = posterior_checks.calibration_test({"f": diagnostics.rank_of_truth(draws, f)},
+                                       diagnostics.covered_central(draws, f), d)
         assert test.passed is should_pass, test
 
 
 def test_valid_seeds():
-    assert checks.valid_seeds(list(range(13)), None, 10) == (list(range(10)), [])
+    assert seeds.valid_seeds(list(range(13)), None, 10) == (list(range(10)), [])
     rhat = {s: 1.0 for s in range(13)} | {2: 1.2, 5: 1.06}
-    valid, dropped = checks.valid_seeds(list(range(13)), rhat, 10)
+    valid, dropped = seeds.valid_seeds(list(range(13)), rhat, 10)
     assert valid == [0, 1, 3, 4, 6, 7, 8, 9, 10, 11] and dropped == [2, 5]
 
 
 def test_too_few_valid_seeds_is_an_error_naming_the_cell_and_every_rhat():
     rhat = {s: 1.0 for s in range(13)} | {2: 1.2, 5: 1.06, 7: 1.0512, 9: 1.3}
-    with pytest.raises(checks.TooFewValidSeeds) as err:
-        checks.valid_seeds(list(range(13)), rhat, 10, cell="concrete/bump/ood")
+    with pytest.raises(seeds.TooFewValidSeeds) as err:
+        seeds.valid_seeds(list(range(13)), rhat, 10, cell="concrete/bump/ood")
     text = str(err.value)
     assert "cell concrete/bump/ood: 9 valid seed(s)" in text and "10 are needed" in text
     for seed, value in rhat.items():
         assert f"seed {seed}: {value:.4f}" in text
     assert "'seeds.candidates' (now 13)" in text
     # a missing BNN store counts as invalid and is named
-    with pytest.raises(checks.TooFewValidSeeds, match="seed 1: no BNN store"):
-        checks.valid_seeds([0, 1], {0: 1.0}, 2, cell="c")
+    with pytest.raises(seeds.TooFewValidSeeds, match="seed 1: no BNN store"):
+        seeds.valid_seeds([0, 1], {0: 1.0}, 2, cell="c")
     # aggregation applies the same rule
     rows = [{"dataset": "a", "noise": "bump", "coverage": "ood", "seed": s, "prior": "bnn",
              "max_rhat": r} for s, r in enumerate([1.0, 1.2])]
-    with pytest.raises(checks.TooFewValidSeeds, match="cell a/bump/ood"):
-        checks.mark_valid(pd.DataFrame(rows), n_valid=2)
+    with pytest.raises(seeds.TooFewValidSeeds, match="cell a/bump/ood"):
+        seeds.mark_valid(pd.DataFrame(rows), n_valid=2)
 
 
 def test_select_seeds_fails_for_a_short_cell(tmp_path):
     """The valid-seed step on hand-made BNN stores: one message, no seed file."""
-    from postrisk.pipeline import select_seeds
     from postrisk.tasks import store
+    from postrisk.workflow.steps import select_seeds
 
     paths = []
     for seed, rhat in enumerate([1.02, 1.09]):
         ds = _hand_made_task(seed, rhat)
         path = tmp_path / f"{seed}.zarr"
-        from postrisk.io import write_zarr_atomic
+        from postrisk.core.io import write_zarr_atomic
 
         write_zarr_atomic(store.validate_store(ds, kind="task"), path)
         paths.append(path)
     out = tmp_path / "cell.json"
-    with pytest.raises(checks.TooFewValidSeeds, match="cell concrete/bump/ood: 1 valid seed"):
-        select_seeds(paths, [0, 1], 2, out)
+    with pytest.raises(seeds.TooFewValidSeeds, match="cell concrete/bump/ood: 1 valid seed"):
+        select_seeds(paths, 2, out)
     assert not out.exists()
-    assert select_seeds(paths, [0, 1], 1, out)["valid"] == [0] and out.exists()
+    assert select_seeds(paths, 1, out)["valid"] == [0] and out.exists()
 
 
 def _hand_made_task(seed: int, max_rhat: float):
@@ -156,7 +158,7 @@ def test_table3_pooled_coverage_and_columns():
                          "corr_mean_ftrue": [0.9, 0.95, 0.97, 0.99]})
     points = {"gp": {"rank_hist": np.full(20, 0.05), "rank_expected": np.full(20, 0.05),
                      "mcse_var": np.full(10, 0.04)}}
-    table = checks.table3(inst, points, rng)
+    table = posterior_checks.table3(inst, points, rng)
     row = table.iloc[0]
     assert row["coverage90_pooled"] == pytest.approx(540 / 600)
     assert row["coverage90_range_over_cells"] == "0.850–0.925"
@@ -174,11 +176,11 @@ def test_loglik_rank_sees_draws_that_ignore_the_data():
         y = f_true + np.sqrt(s2) * rng.normal(size=n)
         post = y / (1 + s2) + np.sqrt(post_var) * rng.normal(size=(d, n))
         prior = rng.normal(size=(d, n))
-        ranks_post.append(checks.loglik_rank(post, f_true, y, np.full(n, s2)))
-        ranks_prior.append(checks.loglik_rank(prior, f_true, y, np.full(n, s2)))
-    assert checks.rank_uniformity_pvalue(np.array(ranks_post), d) > 1e-3
+        ranks_post.append(diagnostics.loglik_rank(post, f_true, y, np.full(n, s2)))
+        ranks_prior.append(diagnostics.loglik_rank(prior, f_true, y, np.full(n, s2)))
+    assert posterior_checks.rank_uniformity_pvalue(np.array(ranks_post), d) > 1e-3
     assert np.all(np.array(ranks_prior) == d)
-    assert checks.rank_uniformity_pvalue(np.array(ranks_prior), d) < 1e-3
+    assert posterior_checks.rank_uniformity_pvalue(np.array(ranks_prior), d) < 1e-3
 
 
 def test_mark_valid_drops_seeds_with_high_bnn_rhat_for_every_family():
@@ -187,16 +189,16 @@ def test_mark_valid_drops_seeds_with_high_bnn_rhat_for_every_family():
         for prior in ("gp", "bnn"):
             rows.append({"dataset": "a", "noise": "bump", "coverage": "ood", "seed": seed,
                          "prior": prior, "max_rhat": rhat if prior == "bnn" else np.nan})
-    out = checks.mark_valid(pd.DataFrame(rows), n_valid=2)
+    out = seeds.mark_valid(pd.DataFrame(rows), n_valid=2)
     assert sorted(out.loc[out["valid"], "seed"].unique()) == [0, 2]
     assert out.groupby("seed")["valid"].nunique().eq(1).all()  # families share their seeds
-    no_bnn = checks.mark_valid(pd.DataFrame(rows).query("prior == 'gp'"), n_valid=3)
+    no_bnn = seeds.mark_valid(pd.DataFrame(rows).query("prior == 'gp'"), n_valid=3)
     assert sorted(no_bnn.loc[no_bnn["valid"], "seed"]) == [0, 1, 2]
     # sensitivity: the valid seeds whose BNN R̂ ≤ 1.01 (seed 2 sits exactly on it)
-    out3 = checks.mark_valid(pd.DataFrame(rows), n_valid=3)
+    out3 = seeds.mark_valid(pd.DataFrame(rows), n_valid=3)
     assert sorted(out3.loc[out3["valid"], "seed"].unique()) == [0, 2, 3]
     assert sorted(out3.loc[out3["valid_strict"], "seed"].unique()) == [0, 2, 3]
-    tight = checks.mark_valid(pd.DataFrame(rows), n_valid=3, strict=1.005)
+    tight = seeds.mark_valid(pd.DataFrame(rows), n_valid=3, strict=1.005)
     assert sorted(tight.loc[tight["valid_strict"], "seed"].unique()) == [0, 3]
     assert not (tight["valid_strict"] & ~tight["valid"]).any()
 
@@ -204,7 +206,7 @@ def test_mark_valid_drops_seeds_with_high_bnn_rhat_for_every_family():
 def test_usable_seeds_follow_the_cell_file_or_the_first_seeds(tmp_path):
     import json
 
-    from postrisk.pipeline import usable_seeds
+    from postrisk.workflow.steps import read_usable_seeds as usable_seeds
 
     assert usable_seeds([0, 1, 2, 3], 2) == [0, 1]
     cell = tmp_path / "cell.json"
@@ -254,7 +256,7 @@ def test_rhat_is_the_rank_normalised_folded_split_rhat_of_vehtari_2021():
     x[:, :, 3] = np.exp(2 * x[:, :, 3])  # skewed but mixing: rank-normalised, it passes
     x[:, :, 4] += np.linspace(0, 2, 101)[None, :]  # drift within every chain
     flat = x.reshape(-1, 6)  # chain-major
-    rhat, ess = checks.rhat_and_ess(flat, chains=4)
+    rhat, ess = diagnostics.rhat_and_ess(flat, chains=4)
     expected = [_vehtari_rhat(x[:, :, p]) for p in range(6)]
     np.testing.assert_allclose(rhat, expected, rtol=1e-10)
     assert np.all(rhat[[1, 2, 4]] > 1.05) and np.all(rhat[[0, 3, 5]] < 1.05), rhat
@@ -268,7 +270,7 @@ def test_folding_sees_chains_that_differ_only_in_scale():
     w = split.var(axis=1, ddof=1).mean()
     classic = np.sqrt((249 / 250 * w + split.mean(axis=1).var(ddof=1)) / w)
     assert classic < 1.01
-    assert checks.rhat_and_ess(x.reshape(-1, 1), chains=4)[0][0] > 1.05
+    assert diagnostics.rhat_and_ess(x.reshape(-1, 1), chains=4)[0][0] > 1.05
 
 
 def test_bulk_ess_against_arviz_and_ar1_theory():
@@ -277,7 +279,7 @@ def test_bulk_ess_against_arviz_and_ar1_theory():
     rng = np.random.default_rng(3)
     phi = np.array([0.0, 0.3, 0.6, 0.9])
     x = _ar1_chains(rng, 4, 1000, phi)
-    rhat, ess = checks.rhat_and_ess(x.reshape(-1, phi.size), 4)
+    rhat, ess = diagnostics.rhat_and_ess(x.reshape(-1, phi.size), 4)
     for p in range(phi.size):
         assert ess[p] == pytest.approx(float(az.ess(x[:, :, p], method="bulk")), rel=1e-10)
         assert rhat[p] == pytest.approx(float(az.rhat(x[:, :, p], method="rank")), rel=1e-10)
@@ -291,16 +293,16 @@ def test_rhat_flags_chains_that_disagree_or_drift():
     x = rng.normal(size=(4, 500, 2))
     x[:, :, 0] += np.arange(4)[:, None]  # chains stuck in different places
     x[:, :, 1] += np.linspace(0, 3, 500)[None, :]  # every chain drifts: only splitting sees it
-    rhat, _ = checks.rhat_and_ess(x.reshape(-1, 2), 4)
+    rhat, _ = diagnostics.rhat_and_ess(x.reshape(-1, 2), 4)
     assert np.all(rhat > 1.1), rhat
-    assert checks.instance_point_checks(x.reshape(-1, 2), np.zeros(2), chains=4)["rhat"] \
+    assert diagnostics.instance_point_checks(x.reshape(-1, 2), np.zeros(2), chains=4)["rhat"] \
         == pytest.approx(rhat)
-    assert "rhat" not in checks.instance_point_checks(x.reshape(-1, 2), np.zeros(2))
+    assert "rhat" not in diagnostics.instance_point_checks(x.reshape(-1, 2), np.zeros(2))
     # a point where every draw is equal: R̂ 1, ESS = the number of draws (no NaN)
-    const_rhat, const_ess = checks.rhat_and_ess(np.ones((40, 1)), 4)
+    const_rhat, const_ess = diagnostics.rhat_and_ess(np.ones((40, 1)), 4)
     assert const_rhat[0] == 1.0 and const_ess[0] == 40.0
     with pytest.raises(ValueError, match="at least 4 draws per chain"):
-        checks.rhat_and_ess(rng.normal(size=(12, 3)), 4)
+        diagnostics.rhat_and_ess(rng.normal(size=(12, 3)), 4)
 
 
 def test_batch_means_mcse_on_a_hand_case():
@@ -310,4 +312,4 @@ def test_batch_means_mcse_on_a_hand_case():
     batch_var = np.full(20, 0.5)
     batch_var[-1] = 4.5
     expected = batch_var.std(ddof=1) / np.sqrt(20) / draws.var(ddof=1)
-    np.testing.assert_allclose(checks.batch_means_mcse_var(draws[:, None]), [expected])
+    np.testing.assert_allclose(diagnostics.batch_means_mcse_var(draws[:, None]), [expected])

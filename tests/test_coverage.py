@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from postrisk.coverage import SCENARIOS, allocate, select_training
+from postrisk.tasks.coverage import SCENARIOS, allocate, select_training
 
 
 @pytest.mark.parametrize("n", [5, 7, 348, 2084, 4771])

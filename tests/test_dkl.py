@@ -137,10 +137,10 @@ def test_a_failed_cholesky_is_nan_in_the_objective_and_an_error_in_the_posterior
     import jax
     import jax.numpy as jnp
 
-    from postrisk.methods.dkl import gaussian_nll
+    from postrisk.gp.kernels import negative_log_marginal_per_point
 
     with jax.enable_x64(True):
-        assert np.isnan(float(gaussian_nll(-jnp.eye(3), jnp.ones(3))))
+        assert np.isnan(float(negative_log_marginal_per_point(-jnp.eye(3), jnp.ones(3))))
     feats = np.zeros((4, 1))
     with pytest.raises(FloatingPointError, match="Cholesky"):
         GPPosterior(feats, np.ones(4), {"noise": 0.0, "variance": 1.0,

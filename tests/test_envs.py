@@ -1,4 +1,4 @@
-from postrisk.envs import FAMILIES, render_env, stale_envs
+from postrisk.workflow.envs import FAMILIES, render_env, stale_envs
 
 
 def test_workflow_envs_agree_with_lock(repo):

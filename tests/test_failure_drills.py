@@ -13,9 +13,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from postrisk.io import PAUSE_ENV, open_zarr
+from postrisk.core.io import PAUSE_ENV, open_zarr
 from postrisk.tasks.store import StoreValidationError, validate_store
 from tests.workflow_helpers import REPO, SNAKEMAKE, snakemake
+
+#: These tests start Snakemake (select them with `-m workflow`).
+pytestmark = pytest.mark.workflow
+
 
 SMOKE = str(REPO / "presets" / "smoke.yaml")
 TASK = "results/tasks/concrete/gp/smooth_monotone/balanced/0.zarr"

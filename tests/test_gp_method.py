@@ -1,15 +1,16 @@
 """The ``gp`` method: exact conditioning against the task reference posterior, type-II fit,
-determinism, target units, bad input and the SPEC §13 toy."""
+determinism, target units, bad input and the toy problem (docs/design.md, "Toy problem")."""
 
 import math
 
 import numpy as np
 import pytest
 
-from postrisk.methods.base import run_fit, validate_search_space
-from postrisk.methods.gp import ExactGP, matern_component
-from postrisk.priors.gp import posterior_moments, posterior_predictor, sample_prior
-from postrisk.priors.kernels import Kernel
+from postrisk.gp.exact import posterior_moments, posterior_predictor, sample_prior
+from postrisk.gp.kernels import Kernel, matern_component
+from postrisk.methods.gp import ExactGP
+from postrisk.methods.interface import validate_search_space
+from postrisk.methods.runner import run_fit
 
 
 def _random_kernel(rng, d, matern="matern32"):

@@ -6,7 +6,8 @@ paper's prior: 200 trees), d = 2, 24 training rows with known heteroscedastic no
 :meth:`HeteroscedasticBartFamily.posterior` with reduced chains and iterations (16 chains × 8
 draws = 128; same shapes for every instance: compiled once). Test quantities per instance: the
 rank of f*(x) at one random evaluation point, the rank of f*'s data log-likelihood, 90%
-coverage (``postrisk.checks.calibration_test``, α = 1e-3). Negative controls that must fail:
+coverage (``postrisk.evaluation.posterior_checks.calibration_test``, α = 1e-3). Negative
+controls that must fail:
 conditioning with the noise variance doubled (as for the GP; on the first 100 instances),
 draws of another evaluation point, prior draws used as the posterior.
 """

@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from postrisk.metrics import (
+from postrisk.evaluation.metrics import (
     EU_TARGETS,
     delta_ent,
     mean_applicable,
     score_instance,
     spearman,
 )
-from postrisk.oracle import eu_targets
+from postrisk.tasks.oracle import eu_targets
 
 
 def test_spearman_without_ties_matches_the_d_squared_formula():

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 from scipy.special import ndtri
 
-from postrisk.config import NOISE_MODES
 from postrisk.covariates import get_dataset
-from postrisk.noise import SHAPES, fit_noise_model, rank_gaussianise
+from postrisk.grid import NOISE_MODES
+from postrisk.tasks.noise import SHAPES, fit_noise_model, rank_gaussianise
 from tests.conftest import OFFLINE_DATASETS
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from postrisk import oracle
+from postrisk.tasks import oracle
 
 
 def gaussian_setup(m=400, draws=20000, seed=0):

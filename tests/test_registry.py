@@ -1,4 +1,5 @@
-"""The registry against the paper's Table 4 (and NOTES for the kernel families)."""
+"""The registry against the paper's Table 4 (the kernel families as in the authors' earlier
+public code, which agree with Table 4)."""
 
 import pytest
 

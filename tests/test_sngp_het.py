@@ -1,20 +1,20 @@
-"""Heteroscedastic SNGP (``sngp_het``): determinism, the Laplace step, SN, the SPEC §13 toy."""
+"""Heteroscedastic SNGP (``sngp_het``): determinism, the Laplace step, SN, the toy problem."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from postrisk.methods.base import run_fit
+from postrisk.evaluation.toy import toy_problem
 from postrisk.methods.nn.backbone import spectral_norms
 from postrisk.methods.registry import get_method
+from postrisk.methods.runner import run_fit
 from postrisk.methods.sngp_het import (
     HeteroscedasticSNGP,
     fast_cos,
     laplace_precision,
     latent_variance,
 )
-from postrisk.methods.toy import toy_problem
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from postrisk import checks
 from postrisk.covariates.build import Covariates
-from postrisk.priors.family import GaussianProcessFamily
-from postrisk.priors.gp import sample_prior
-from postrisk.priors.kernels import default_kernel
+from postrisk.evaluation import posterior_checks
+from postrisk.gp.exact import sample_prior
+from postrisk.gp.kernels import default_kernel
+from postrisk.priors.gp import GaussianProcessFamily
+from postrisk.tasks import diagnostics
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
 from postrisk.tasks.store import StoreValidationError, validate_store
 
@@ -99,7 +100,7 @@ def test_noise_parameters_stored_and_mean_matches(concrete, gp_params):
     assert abs(s["noise_var_eval"].values.mean() - 0.23) < 1e-10
 
 
-# -- simulation-based calibration (SPEC §8) -----------------------------------------------------
+# -- simulation-based calibration (docs/design.md, "Reference-posterior checks") ---------------
 
 N_SBC = 400
 D_SBC = 99  # ranks 0…99: 100 values, 10 equally likely bins
@@ -127,10 +128,10 @@ def _sbc(control: str | None, seed: int = 0):
                                      {"draws": D_SBC}, lambda _: None).draws
         j = rng.integers(n_eval)
         col = (j + 1 + rng.integers(n_eval - 1)) % n_eval if control == "permuted_index" else j
-        ranks_f.append(checks.rank_of_truth(draws[:, [col]], f[[j]])[0])
-        covered.append(checks.covered_central(draws[:, [col]], f[[j]])[0])
-        ranks_ll.append(checks.loglik_rank(draws[:, n_eval:], f[n_eval:], y, noise_var))
-    return checks.calibration_test({"f": np.array(ranks_f), "loglik": np.array(ranks_ll)},
+        ranks_f.append(diagnostics.rank_of_truth(draws[:, [col]], f[[j]])[0])
+        covered.append(diagnostics.covered_central(draws[:, [col]], f[[j]])[0])
+        ranks_ll.append(diagnostics.loglik_rank(draws[:, n_eval:], f[n_eval:], y, noise_var))
+    return posterior_checks.calibration_test({"f": np.array(ranks_f), "loglik": np.array(ranks_ll)},
                                    np.array(covered), D_SBC, alpha=1e-3)
 
 
@@ -167,7 +168,7 @@ def test_provenance_of_the_gp_factors_and_the_config_digests(concrete, gp_params
 
 
 def test_config_digest_of_a_sample_covers_sizes_and_its_prior_section(repo):
-    from postrisk.config import config_digest, deep_merge, load_config
+    from postrisk.grid import config_digest, deep_merge, load_config
 
     cfg = load_config(repo / "config.yaml")
     base = config_digest(cfg, "gp")

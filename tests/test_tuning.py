@@ -1,4 +1,5 @@
-"""Tuning (SPEC §10): the objective, the split, determinism, resumption and failed trials."""
+"""Tuning (docs/design.md, "Tuning"): the objective, the split, determinism, resumption and
+failed trials."""
 
 import json
 import math
@@ -7,8 +8,9 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from postrisk.methods.base import Prediction, UncertaintyMethod, run_fit
-from postrisk.tuning import TuningResult, gaussian_nll, split_indices, tune
+from postrisk.methods.interface import Prediction, UncertaintyMethod
+from postrisk.methods.runner import run_fit
+from postrisk.tuning import TuningResult, mean_gaussian_nll, split_indices, tune
 
 
 def data(n=150, seed=0):
@@ -42,14 +44,15 @@ class ShrunkMean(UncertaintyMethod):
 
 def test_gaussian_nll_by_hand():
     # ½ log(2π·4) + (3 − 1)²/(2·4) = ½ log 8π + ½
-    assert gaussian_nll([3.0], [1.0], [4.0]) == pytest.approx(0.5 * math.log(8 * math.pi) + 0.5)
+    expected = 0.5 * math.log(8 * math.pi) + 0.5
+    assert mean_gaussian_nll([3.0], [1.0], [4.0]) == pytest.approx(expected)
     # the mean over points
-    two = gaussian_nll([3.0, 0.0], [1.0, 0.0], [4.0, 1.0])
+    two = mean_gaussian_nll([3.0, 0.0], [1.0, 0.0], [4.0, 1.0])
     assert two == pytest.approx(0.5 * (0.5 * math.log(8 * math.pi) + 0.5
                                        + 0.5 * math.log(2 * math.pi)))
-    assert gaussian_nll([0.0], [0.0], [0.0]) == math.inf
+    assert mean_gaussian_nll([0.0], [0.0], [0.0]) == math.inf
     with pytest.raises(ValueError, match="shapes"):
-        gaussian_nll([0.0, 1.0], [0.0], [1.0])
+        mean_gaussian_nll([0.0, 1.0], [0.0], [1.0])
 
 
 def test_split_is_uniform_fixed_and_80_20():
@@ -72,7 +75,7 @@ def test_objective_is_the_nll_of_au_plus_eu_on_the_held_out_rows(tmp_path):
                split_key=("c",), progress=None)
     fit, val = split_indices(len(y), 0.2, "c")
     rec = run_fit("blr", res.config, x[fit], y[fit], x[val], random_state=0)
-    expect = gaussian_nll(y[val], rec.mean, rec.aleatoric_var + rec.epistemic_var)
+    expect = mean_gaussian_nll(y[val], rec.mean, rec.aleatoric_var + rec.epistemic_var)
     assert res.best_value == pytest.approx(expect, rel=1e-12)
     assert res.best_value == min(t["value"] for t in res.trials if t["state"] == "COMPLETE")
     assert res.split == {"validation_fraction": 0.2, "key": ["c"], "n_fit": 120,

@@ -1,5 +1,5 @@
 """The ``vlgp`` method: the bound's closed forms, AU behaviour, determinism, target units and the
-SPEC §13 toy."""
+toy problem (docs/design.md, "Toy problem")."""
 
 import math
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from postrisk.methods.base import validate_search_space
+from postrisk.methods.interface import validate_search_space
 from postrisk.methods.vlgp import VariationalHeteroscedasticGP, expected_log_likelihood, whitened_kl
 
 

@@ -8,10 +8,13 @@ import pandas as pd
 import pytest
 import yaml
 
+from postrisk.core.io import open_zarr
 from postrisk.covariates.build import summarize_store
-from postrisk.io import open_zarr
 from postrisk.tasks.store import validate_store
 from tests.workflow_helpers import REPO, snakemake
+
+#: These tests start Snakemake (select them with `-m workflow`).
+pytestmark = pytest.mark.workflow
 
 
 def job_counts(stdout: str) -> dict[str, int]:

@@ -1,12 +1,9 @@
 """postrisk: semi-synthetic regression tasks with ground-truth aleatoric and epistemic
 uncertainty, their reference posteriors, uncertainty methods and oracle metrics."""
 
-from importlib import metadata
+from postrisk.core.io import package_version
 
-try:
-    __version__ = metadata.version("postrisk")
-except metadata.PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+unknown"
+__version__ = package_version()
 
 __all__ = ["Task", "validate_store", "__version__"]
 

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from postrisk import config as pr_config
+from postrisk import grid
 from postrisk.covariates import (
     CovariateFetchError,
     FetchSettings,
@@ -53,7 +53,7 @@ def _cmd_covariates(args) -> int:
     except CovariateFetchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    out = args.out or Path("results/covariates") / f"{spec.name}.zarr"
+    out = args.out or Path(grid.path("covariates", dataset=spec.name))
     write_covariates(ds, out)
     print(f"wrote {out}")
     return 0
@@ -70,8 +70,8 @@ def _cmd_verify(args) -> int:
 
 
 def _cmd_plan(args) -> int:
-    cfg = pr_config.load_config(*args.configfiles)
-    print(pr_config.plan_report(cfg))
+    cfg = grid.load_config(*args.configfiles)
+    print(grid.plan_report(cfg))
     return 0
 
 
@@ -79,42 +79,42 @@ def _cmd_outputs(args) -> int:
     """Where the outputs of a configuration are, with their headline facts."""
     from postrisk.covariates.build import summarize_store
 
-    cfg = pr_config.load_config("config.yaml", *(args.configfiles or []))
-    root = Path(args.results)
+    cfg = grid.load_config("config.yaml", *(args.configfiles or []))
+    root = args.results
     scale = cfg["scale"]
     note = "" if scale == "paper" else f" ({scale} scale — not comparable to the paper)"
     print(f"outputs{note}:")
-    print(f"  covariates: {root / 'covariates'}/")
-    for name in pr_config.covariate_datasets(cfg):
-        path = root / "covariates" / f"{name}.zarr"
+    print(f"  covariates: {Path(root) / 'covariates'}/")
+    for name in grid.covariate_datasets(cfg):
+        path = Path(grid.path("covariates", root, dataset=name))
         if path.exists():
             s = summarize_store(path)
             print(f"    {path}  d/N = {s['d']}/{s['N']:,}  n_eval = {s['n_eval']:,}  "
                   f"outermost-shell share (eval) = {s['outer_shell_share_eval']:.3f}")
         else:
             print(f"    {path}  (missing)")
-    conditions = pr_config.implemented_conditions(cfg)
+    conditions = grid.implemented_conditions(cfg)
     if conditions:
-        tasks = [root / "tasks" / f"{d}/{p}/{n}/{c}/{s}.zarr"
-                 for d, p, n, c in conditions for s in pr_config.task_seeds(cfg)]
+        tasks = [Path(grid.path("task", root, **c._asdict(), seed=s))
+                 for c in conditions for s in grid.task_seeds(cfg)]
         present = sum(t.exists() for t in tasks)
-        print(f"  task stores: {root / 'tasks'}/  ({present} of {len(tasks)} present)")
-        priors = pr_config.implemented_priors(cfg)
-        figures = tuple((f"rank histogram ({p})", f"figures/rank_histograms_{p}.png")
-                        for p in priors if any(c[1] == p for c in conditions))
-        for label, rel in (("checks (Table 3)", "checks/table3.csv"),
-                           ("Table 3 with BNN R̂ ≤ 1.01", "checks/table3_rhat101.csv"),
-                           ("instances (valid / dropped)", "checks/instances.csv"),
-                           ("rank histograms", "figures/rank_histograms.png"), *figures,
-                           ("scores (mean ρ per method and target)", "tables/scores.csv"),
-                           ("scores figure", "figures/scores.png")):
-            path = root / rel
+        print(f"  task stores: {Path(root) / 'tasks'}/  ({present} of {len(tasks)} present)")
+        priors = grid.implemented_priors(cfg)
+        figures = tuple((f"rank histogram ({p})", "rank_histogram_family", {"prior": p})
+                        for p in priors if any(c.prior == p for c in conditions))
+        for label, kind, keys in (("checks (Table 3)", "table3", {}),
+                                  ("Table 3 with BNN R̂ ≤ 1.01", "table3_rhat101", {}),
+                                  ("instances (valid / dropped)", "instances", {}),
+                                  ("rank histograms", "rank_histograms", {}), *figures,
+                                  ("scores (mean ρ per method and target)", "score_table", {}),
+                                  ("scores figure", "score_figure", {})):
+            path = Path(grid.path(kind, root, **keys))
             print(f"  {label}: {path}" + ("" if path.exists() else "  (missing)"))
     return 0
 
 
 def _cmd_envs(args) -> int:
-    from postrisk.envs import stale_envs, write_envs
+    from postrisk.workflow.envs import stale_envs, write_envs
 
     root = Path(args.root)
     if args.check:
@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("outputs", help="list a configuration's outputs and where they are")
     p.add_argument("--configfile", dest="configfiles", action="append",
                    help="config files merged over config.yaml (repeatable)")
-    p.add_argument("--results", default="results")
+    p.add_argument("--results", default=grid.RESULTS)
     p.set_defaults(func=_cmd_outputs)
 
     p = sub.add_parser("envs", help="generate workflow/envs/*.yaml from uv.lock")
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (pr_config.ConfigError, KeyError) as err:
+    except (grid.ConfigError, KeyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 

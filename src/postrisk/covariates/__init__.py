@@ -1,9 +1,10 @@
-"""Covariates: registry, fetching, cleaning, pools, shells and the PC1 score (SPEC §3, §5, §6).
+"""Covariates: registry, fetching, cleaning, pools, shells and the PC1 score (docs/design.md,
+"Covariates", "Noise modes" and "Coverage").
 
 Names are imported lazily so that reading the registry (every workflow start) stays light.
 """
 
-from postrisk._lazy import lazy_exports
+from postrisk.core.lazy import lazy_exports
 
 #: Version of the covariate stores (light to import: the workflow passes it to the jobs that
 #: write them). Version 2: the evaluation/candidate split keeps identical rows on one side;

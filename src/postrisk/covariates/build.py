@@ -1,4 +1,5 @@
-"""Assemble one dataset's covariate store: fetch, clean, scale, split, shells, PC1 (SPEC §3–§6)."""
+"""Assemble one dataset's covariate store: fetch, clean, scale, split, shells, PC1
+(docs/design.md, "Covariates" to "Coverage")."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from postrisk import seeding
+from postrisk.core import seeding
+from postrisk.core.io import json_attr, library_versions, open_zarr, write_zarr_atomic
 from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.clean import MinMaxScaling, clean_covariates, fit_min_max
 from postrisk.covariates.fetch import FetchSettings, RawTable, load_raw_table
@@ -23,7 +25,6 @@ from postrisk.covariates.pools import (
     split_pools,
 )
 from postrisk.covariates.registry import DatasetSpec, get_dataset
-from postrisk.io import json_attr, library_versions, open_zarr, write_zarr_atomic
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,8 @@ def scaling_from_store(path: str | Path) -> MinMaxScaling:
 def build_covariates(spec: DatasetSpec | str, fetch: FetchSettings | None = None,
                      n_eval_cap: int = 1500, scaling: MinMaxScaling | None = None,
                      progress: Callable[[str], None] = print) -> xr.Dataset:
-    """Everything SPEC §3–§6 fixes once per dataset, as an in-memory dataset."""
+    """Everything fixed once per dataset (cleaned covariates, split, shells, PC1 score), as an
+    in-memory dataset."""
     spec = get_dataset(spec) if isinstance(spec, str) else spec
     if spec.scaling_reference and scaling is None:
         raise ValueError(f"{spec.name} is scaled with {spec.scaling_reference}'s constants; "

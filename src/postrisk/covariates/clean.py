@@ -1,4 +1,5 @@
-"""Cleaning and scaling covariates (paper App. B.1; SPEC §3). Pure functions on data frames."""
+"""Cleaning and scaling covariates (paper App. B.1; docs/design.md, "Covariates"). Pure
+functions on data frames."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Fetching raw covariate tables: canonical sources, the ``resources/raw/`` cache, offline copies.
 
-Order of preference for a dataset's raw table (SPEC §3):
+Order of preference for a dataset's raw table (docs/design.md, "Covariates"):
 
 1. a file the user placed at :func:`raw_path` (it wins; its sha256 is recorded on first use);
 2. the cached download at the same path (its recorded sha256 is checked on every use);
@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from postrisk.core.io import write_bytes_atomic
 from postrisk.covariates.registry import DatasetSpec, Source
 
 DEFAULT_OPENML_URL = "https://www.openml.org"
@@ -135,7 +136,7 @@ def _read_sidecar(path: Path) -> dict:
 
 
 def _write_sidecar(path: Path, record: dict) -> None:
-    _atomic_write_bytes(_sidecar(path), (json.dumps(record, indent=2) + "\n").encode())
+    write_bytes_atomic(_sidecar(path), (json.dumps(record, indent=2) + "\n").encode())
 
 
 def _read_local(spec: DatasetSpec, path: Path) -> tuple[bytes, str]:
@@ -159,13 +160,6 @@ def _read_local(spec: DatasetSpec, path: Path) -> tuple[bytes, str]:
     _write_sidecar(path, {"sha256": digest, "origin": "user", "url": None,
                           "recorded_at": _now()})
     return data, "user"
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _now() -> str:
@@ -227,7 +221,7 @@ def _download(spec: DatasetSpec, settings: FetchSettings, path: Path,
             f"{spec.name}: the file downloaded from {file_url} has sha256 {digest}, but the "
             f"registry pins {spec.sha256}; refused."
         )
-    _atomic_write_bytes(path, data)
+    write_bytes_atomic(path, data)
     _write_sidecar(path, {"sha256": digest, "origin": "download", "url": file_url,
                           "metadata_url": meta_url, "recorded_at": _now()})
     progress(f"[{spec.name}] cached {len(data):,} bytes at {path} (sha256 {digest[:12]}…)")

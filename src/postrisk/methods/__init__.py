@@ -1,27 +1,23 @@
-"""Uncertainty methods (SPEC §10): the interface, the guarded fit, the registry and the
-reference rows. Names are imported lazily so `import postrisk.methods.registry` stays light."""
+"""Uncertainty methods (docs/design.md, "Methods"): the interface, the guarded fit, the
+registry and the reference rows. Names are imported lazily so
+`import postrisk.methods.registry` stays light."""
 
-from postrisk._lazy import lazy_exports
+from postrisk.core.lazy import lazy_exports
 
 _EXPORTS = {
-    "FIT_RECORD_SCHEMA": "postrisk.methods.base",
-    "FitRecord": "postrisk.methods.base",
-    "Prediction": "postrisk.methods.base",
-    "UncertaintyMethod": "postrisk.methods.base",
-    "check_prediction": "postrisk.methods.base",
-    "reduce_members": "postrisk.methods.base",
+    "FIT_RECORD_SCHEMA": "postrisk.methods.records",
+    "FitRecord": "postrisk.methods.records",
+    "Prediction": "postrisk.methods.interface",
+    "UncertaintyMethod": "postrisk.methods.interface",
+    "check_prediction": "postrisk.methods.runner",
+    "reduce_members": "postrisk.methods.ensemble",
     "Standardizer": "postrisk.methods.scaling",
     "as_inputs": "postrisk.methods.scaling",
     "as_training_data": "postrisk.methods.scaling",
-    "fit_records_from_dataset": "postrisk.methods.base",
-    "fit_records_to_dataset": "postrisk.methods.base",
-    "run_fit": "postrisk.methods.base",
+    "fit_records_from_dataset": "postrisk.methods.records",
+    "fit_records_to_dataset": "postrisk.methods.records",
+    "run_fit": "postrisk.methods.runner",
     "BayesianLinearRegression": "postrisk.methods.blr",
-    "REFERENCE_ROWS": "postrisk.methods.reference",
-    "constant_au_prediction": "postrisk.methods.reference",
-    "distance_prediction": "postrisk.methods.reference",
-    "oracle_prediction": "postrisk.methods.reference",
-    "reference_prediction": "postrisk.methods.reference",
     "METHODS": "postrisk.methods.registry",
     "get_method": "postrisk.methods.registry",
     "make_method": "postrisk.methods.registry",

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from postrisk.methods.base import Prediction, UncertaintyMethod
+from postrisk.methods.interface import Prediction, UncertaintyMethod
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 
 #: Bounds that keep α and β finite when the data make the evidence unbounded (a constant target
@@ -38,7 +38,7 @@ class BayesianLinearRegression(UncertaintyMethod):
     Prediction at x, in target units: mean = s_y·φᵀm_N + ȳ; AU = s_y²/β (constant);
     EU = s_y²·φᵀS_Nφ.
 
-    Tunable (SPEC §10): ``evidence`` chooses between the evidence-maximised α and β (default;
+    Tunable: ``evidence`` chooses between the evidence-maximised α and β (default;
     ``prior_precision`` and ``noise_std`` are then the start of the fixed-point iteration) and
     fixed values α = ``prior_precision``, β = 1/``noise_std``² (standardised units; the authors'
     earlier code fixed α and searched σ). The search space holds all three; the paper states

@@ -60,14 +60,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import scipy.linalg
-import scipy.linalg.lapack
 
-from postrisk.methods.base import Prediction, UncertaintyMethod, thread_limit
+from postrisk.core.threads import thread_limit
+from postrisk.gp.exact import condition, predictive_moments
+from postrisk.gp.kernels import kernel_component, negative_log_marginal_per_point
+from postrisk.methods.interface import Prediction, UncertaintyMethod
 from postrisk.methods.nn.backbone import BackboneSpec, apply_backbone, init_backbone
 from postrisk.methods.nn.train import train
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
-from postrisk.priors.kernels import kernel_component
 
 #: Floor of the noise variance σ²_n in standardised units (targets have unit variance), so the
 #: matrix K + σ²_n I stays safely positive definite in float64.
@@ -75,8 +75,6 @@ MIN_NOISE_VAR = 1e-6
 
 #: Rows of evaluation inputs per prediction block.
 PREDICT_BLOCK = 2048
-
-_LOG_2PI = math.log(2.0 * math.pi)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,93 +116,11 @@ def kernel(hyper: dict, a, b, mode: str = "fast"):
                                                 a, b, mode)
 
 
-def _host_factor(k: np.ndarray, t: np.ndarray, with_inverse: bool):
-    """LAPACK on the host: (α = K⁻¹t, ln|K|[, K⁻¹]); NaN-filled when the Cholesky fails."""
-    k = np.asarray(k, dtype=np.float64)
-    t = np.asarray(t, dtype=np.float64)
-    chol, info = scipy.linalg.lapack.dpotrf(k, lower=1, clean=1)
-    if info != 0 or not np.isfinite(chol).all():
-        nan = np.full(k.shape, np.nan)
-        return (np.full(t.shape, np.nan), np.float64(np.nan)) + ((nan,) if with_inverse else ())
-    alpha, _ = scipy.linalg.lapack.dpotrs(chol, t, lower=1)
-    logdet = np.float64(2.0 * np.sum(np.log(np.diagonal(chol))))
-    if not with_inverse:
-        return alpha, logdet
-    inv, _ = scipy.linalg.lapack.dpotri(chol, lower=1)  # lower triangle of K⁻¹
-    inv = np.tril(inv) + np.tril(inv, -1).T
-    return alpha, logdet, inv
-
-
-def _to_bits(a):
-    """float64 → int32 pairs (last axis 2), bit-exact."""
-    return jax.lax.bitcast_convert_type(a, jnp.int32)
-
-
-def _host_to_bits(a) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, order="C")
-    return a.reshape(-1).view(np.int32).reshape(a.shape + (2,))
-
-
-def _host_from_bits(a) -> np.ndarray:
-    a = np.array(a, dtype=np.int32, order="C")
-    return a.reshape(-1).view(np.float64).reshape(a.shape[:-1])
-
-
-def _factor(k, t, with_inverse: bool):
-    """:func:`_host_factor` called from traced code (``jax.pure_callback``).
-
-    The callback may run on a thread where x64 is off, and JAX then canonicalises float64
-    arrays crossing the callback boundary to float32 (measured: results differing in the 7th
-    digit from call to call). So float64 arguments and results travel bit-exactly as int32
-    pairs (``lax.bitcast_convert_type``).
-    """
-    shapes = [t.shape, ()] + ([k.shape] if with_inverse else [])
-    ints = tuple(jax.ShapeDtypeStruct(shape + (2,), jnp.int32) for shape in shapes)
-
-    def host(k_bits, t_bits):
-        out = _host_factor(_host_from_bits(k_bits), _host_from_bits(t_bits), with_inverse)
-        return tuple(_host_to_bits(a) for a in out)
-
-    out = jax.pure_callback(host, ints, _to_bits(k), _to_bits(t), vmap_method="sequential")
-    return tuple(jax.lax.bitcast_convert_type(a, jnp.float64) for a in out)
-
-
-@jax.custom_vjp
-def gaussian_nll(cov, t):
-    """−(1/n) ln N(t | 0, cov) for float64 ``cov`` (n, n) and ``t`` (n,), by a LAPACK Cholesky
-    (NaN when ``cov`` is not positive definite).
-
-    Gradient (custom, exact): ∂/∂cov = (cov⁻¹ − ααᵀ)/(2n), ∂/∂t = α/n with α = cov⁻¹t — one
-    ``dpotrf`` + ``dpotri`` per step, a few times cheaper than differentiating through
-    ``jnp.linalg.cholesky`` on CPU.
-    """
-    alpha, logdet = _factor(cov, t, False)
-    n = t.shape[0]
-    return 0.5 * (jnp.dot(t, alpha) + logdet + n * _LOG_2PI) / n
-
-
-def _gaussian_nll_fwd(cov, t):
-    alpha, logdet, inv = _factor(cov, t, True)
-    n = t.shape[0]
-    value = 0.5 * (jnp.dot(t, alpha) + logdet + n * _LOG_2PI) / n
-    return value, (alpha, inv)
-
-
-def _gaussian_nll_bwd(res, g):
-    alpha, inv = res
-    n = alpha.shape[0]
-    d_cov = (0.5 * g / n) * (inv - jnp.outer(alpha, alpha))
-    return d_cov, (g / n) * alpha
-
-
-gaussian_nll.defvjp(_gaussian_nll_fwd, _gaussian_nll_bwd)
-
-
 def negative_mll(features, t, hyper: dict):
     """L = −(1/n) ln N(t | 0, σ²k(Φ, Φ) + σ²_n I) (NaN if the Cholesky factor fails)."""
     n = t.shape[0]
     cov = kernel(hyper, features, features) + hyper["noise"] * jnp.eye(n, dtype=features.dtype)
-    return gaussian_nll(cov, jnp.asarray(t).astype(cov.dtype))
+    return negative_log_marginal_per_point(cov, jnp.asarray(t).astype(cov.dtype))
 
 
 class GPPosterior:
@@ -224,13 +140,12 @@ class GPPosterior:
                                   jnp.asarray(self.features), "exact"))
         cov = k + float(self.hyper["noise"]) * np.eye(n)
         try:
-            self.chol = scipy.linalg.cholesky(cov, lower=True, check_finite=True)
+            self.chol, self.alpha = condition(cov, t, check_finite=True)
         except (np.linalg.LinAlgError, ValueError) as exc:
             raise FloatingPointError(
                 f"DKL: Cholesky of K + σ²_n I failed ({exc}); noise variance "
                 f"{float(self.hyper['noise']):.3g}, kernel variance "
                 f"{float(self.hyper['variance']):.3g}") from exc
-        self.alpha = scipy.linalg.cho_solve((self.chol, True), t)
 
     def predict(self, test_features, block: int = PREDICT_BLOCK) -> tuple[np.ndarray, np.ndarray]:
         """Latent posterior mean and variance (≥ 0) at ``test_features`` (m, d_φ)."""
@@ -243,10 +158,9 @@ class GPPosterior:
             for start in range(0, z.shape[0], block):
                 stop = min(start + block, z.shape[0])
                 ks = np.asarray(kernel(self.hyper, train, jnp.asarray(z[start:stop]), "exact"))
-                mean[start:stop] = ks.T @ self.alpha
-                v = scipy.linalg.solve_triangular(self.chol, ks, lower=True, check_finite=False)
-                var[start:stop] = prior_var - np.sum(v * v, axis=0)
-        return mean, np.maximum(var, 0.0)
+                mean[start:stop], var[start:stop], _ = predictive_moments(
+                    self.chol, self.alpha, ks, prior_var)
+        return mean, var
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,12 +5,12 @@ variance by marginal likelihood; mean = posterior mean; EU = latent posterior va
 AU = the noise variance (constant).
 
 Everything is reused from the project's kernel and GP code: the kernel family
-``(f"matern{ν}", "linear")`` of :mod:`postrisk.priors.kernels` (written as
+``(f"matern{ν}", "linear")`` of :mod:`postrisk.gp.kernels` (written as
 signal_var·(w_m·k_ν + w_l·k_lin) with relative weights w summing to 1 and per-dimension linear
 variances, i.e. σ_m² = signal_var·w_m, σ_l²·xᵀx′ with ARD variances), its type-II fit
-:func:`~postrisk.priors.kernels.fit_kernel` (constant mean, signal and noise variance; weak
+:func:`~postrisk.gp.kernels.fit_kernel` (constant mean, signal and noise variance; weak
 hyper-priors, i.e. MAP-II rather than plain ML-II) and the exact float64 conditioning of
-:mod:`postrisk.priors.gp` used for the reference posteriors of the GP tasks.
+:mod:`postrisk.gp.exact` used for the reference posteriors of the GP tasks.
 
 Units. The method works in standardised units and reports in target units
 (:class:`~postrisk.methods.scaling.Standardizer`):
@@ -40,22 +40,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from postrisk.methods.base import Prediction, UncertaintyMethod, thread_limit
-from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
-
-#: ν → kernels.py component name.
-MATERN = {0.5: "matern12", 1.5: "matern32", 2.5: "matern52"}
-
-#: Input scale factor: standardised columns get the SD of U[0, 1] (see the module docstring).
-INPUT_SCALE = 1.0 / math.sqrt(12.0)
-
-
-def matern_component(nu: float) -> str:
-    """The kernels.py component name of Matérn-ν, ν ∈ {0.5, 1.5, 2.5}."""
-    try:
-        return MATERN[float(nu)]
-    except (KeyError, TypeError, ValueError):
-        raise ValueError(f"nu must be one of {sorted(MATERN)}, got {nu!r}") from None
+from postrisk.core.threads import thread_limit
+from postrisk.gp.kernels import matern_component
+from postrisk.methods.interface import Prediction, UncertaintyMethod
+from postrisk.methods.scaling import INPUT_SCALE, Standardizer, as_inputs, as_training_data
 
 
 def _say(msg: str) -> None:
@@ -79,7 +67,7 @@ class ExactGP(UncertaintyMethod):
     - ``standardize_inputs``: see the module docstring.
     - ``fixed_hyperparameters``: ``None`` (fit) or the dict of the module docstring (no fit).
 
-    Fitted attributes: ``kernel_`` (a :class:`~postrisk.priors.kernels.Kernel`),
+    Fitted attributes: ``kernel_`` (a :class:`~postrisk.gp.kernels.Kernel`),
     ``signal_var_``, ``noise_var_``, ``mean_`` (standardised units), ``hyperparameters_``
     (the same as a dict in the ``fixed_hyperparameters`` form), ``log_marginal_likelihood_``
     (of the fitted rows, ``None`` when fixed), ``scaler_``, ``fit_seconds_``.
@@ -118,8 +106,8 @@ class ExactGP(UncertaintyMethod):
             return self._fit(x, y)
 
     def _fit(self, x: np.ndarray, y: np.ndarray) -> ExactGP:
-        from postrisk.priors.gp import posterior_predictor
-        from postrisk.priors.kernels import Kernel, fit_kernel
+        from postrisk.gp.exact import posterior_predictor
+        from postrisk.gp.kernels import Kernel, fit_kernel
 
         t0 = time.perf_counter()
         self._check_hyper()

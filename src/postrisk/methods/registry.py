@@ -1,6 +1,6 @@
-"""Registry of the implemented uncertainty methods (SPEC §10).
+"""Registry of the implemented uncertainty methods (docs/design.md, "Methods").
 
-The full list of the 19 method names is ``postrisk.config.METHODS``; this registry lists only the
+The full list of the 19 method names is ``postrisk.grid.METHODS``; this registry lists only the
 methods implemented so far.
 """
 
@@ -10,7 +10,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from postrisk.methods.base import UncertaintyMethod
+    from postrisk.methods.interface import UncertaintyMethod
+
+#: Registry names of the paper's 19 methods, in the order of its tables.
+METHOD_NAMES = ("blr", "gp", "vlgp", "dkl", "sngp_het", "ngboost_nig", "ngboost_bag",
+                "catboost_ps", "catboost_kgb", "nn_bag", "nn_ens", "nn_drop", "nn_edl", "nn_deup",
+                "nn_lap", "nn_lap_sn", "nn_fsp", "nn_fsp_sn", "nn_swag")
 
 #: Registry name -> "module:class". Classes are imported on first use, so listing the
 #: implemented methods (the workflow does it at every start) imports no numerical stack.

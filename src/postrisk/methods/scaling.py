@@ -1,4 +1,4 @@
-"""Input checks and standardisation shared by every method (one home; SPEC §10).
+"""Input checks and standardisation shared by every method (one home).
 
 Methods fit in standardised units and report in target units:
 
@@ -12,22 +12,22 @@ input (wrong rank, non-finite values, mismatched lengths, too few rows, wrong fe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from postrisk.core.arrays import as_matrix
+
+#: Input scale of the GP methods: standardised columns times this get the SD of U[0, 1], the
+#: range the kernels' default lengthscales are set for.
+INPUT_SCALE = 1.0 / math.sqrt(12.0)
+
 
 def as_inputs(x: Any, n_features: int | None = None, name: str = "x") -> np.ndarray:
     """``x`` as a finite float64 (rows, features) array; with ``n_features``, checks the width."""
-    arr = np.asarray(x, dtype=np.float64)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (rows, features), got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains non-finite values")
-    if n_features is not None and arr.shape[1] != n_features:
-        raise ValueError(f"{name} has {arr.shape[1]} features, the fit had {n_features}")
-    return arr
+    return as_matrix(name, x, n_columns=n_features, finite=True)
 
 
 def as_training_data(x: Any, y: Any, min_rows: int = 2) -> tuple[np.ndarray, np.ndarray]:

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from postrisk.methods.base import Prediction, UncertaintyMethod
+from postrisk.methods.interface import Prediction, UncertaintyMethod
 from postrisk.methods.nn.backbone import (
     SHARED_DEFAULTS,
     SHARED_SEARCH_SPACE,
@@ -43,7 +43,7 @@ from postrisk.methods.nn.backbone import (
     apply_backbone,
     init_backbone,
 )
-from postrisk.methods.nn.heads import gaussian_head, gaussian_nll
+from postrisk.methods.nn.heads import gaussian_head, pointwise_gaussian_nll
 from postrisk.methods.nn.train import nadamw, train
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 
@@ -129,7 +129,7 @@ def _loss_fn(spec: BackboneSpec):
         mean, var, _, new_state = sngp_outputs(spec, params, state, xb, train_mode=True,
                                                key=key)
         ridge = 0.5 * state["ridge_over_n"] * jnp.sum(params["beta"] ** 2)
-        return gaussian_nll(mean, var, yb).mean() + ridge, new_state
+        return pointwise_gaussian_nll(mean, var, yb).mean() + ridge, new_state
 
     return loss
 

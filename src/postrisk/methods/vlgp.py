@@ -6,7 +6,7 @@ inducing-point variational family of Titsias 2009 / Hensman et al. 2013):
 
 - f ~ GP(μ_f, k_f), k_f = s_f·Matérn-ν(ARD ℓ_f) + linear(ARD variances v), the ``gp`` family;
   g ~ GP(μ_g, k_g), k_g = s_g·Matérn-5/2(ARD ℓ_g); μ_g starts at log(initial_noise_std²).
-  Kernels come from :func:`postrisk.priors.kernels.kernel_component` (one home of kernel math).
+  Kernels come from :func:`postrisk.gp.kernels.kernel_component` (one home of kernel math).
 - M inducing inputs Z shared by f and g (a random subset of the training inputs drawn with
   ``random_state``, then learned); when n ≤ M, Z = all training inputs, fixed.
 - Whitened q(u_h) = N(L_K m_h, L_K S_h L_Kᵀ), S_h = L_h L_hᵀ (h ∈ {f, g}, L_K = chol K_ZZ), so
@@ -34,9 +34,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from postrisk.methods.base import Prediction, UncertaintyMethod, thread_limit
-from postrisk.methods.gp import INPUT_SCALE, matern_component
-from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
+from postrisk.core.threads import thread_limit
+from postrisk.gp.kernels import matern_component
+from postrisk.methods.interface import Prediction, UncertaintyMethod
+from postrisk.methods.scaling import INPUT_SCALE, Standardizer, as_inputs, as_training_data
 
 #: Jitter added to K_ZZ (standardised units; the prior variances are O(1)).
 JITTER = 1e-6
@@ -82,7 +83,7 @@ def _kern_f(p, matern, x1, x2, mode):
     """k_f = s_f·Matérn-ν(ℓ_f) + linear(v) (the ``gp`` family), from kernels.py components."""
     import jax.numpy as jnp
 
-    from postrisk.priors.kernels import kernel_component
+    from postrisk.gp.kernels import kernel_component
 
     return (jnp.exp(p["log_amp"])
             * kernel_component(matern, {"lengthscale": jnp.exp(p["log_ls"])}, x1, x2, mode)
@@ -93,7 +94,7 @@ def _kern_g(p, x1, x2, mode):
     """k_g = s_g·Matérn-5/2(ℓ_g)."""
     import jax.numpy as jnp
 
-    from postrisk.priors.kernels import kernel_component
+    from postrisk.gp.kernels import kernel_component
 
     return jnp.exp(p["log_amp"]) * kernel_component(
         "matern52", {"lengthscale": jnp.exp(p["log_ls"])}, x1, x2, mode)
@@ -164,8 +165,8 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
 
     Hyper-parameters: ``num_inducing`` (M), ``num_iters`` (Adam steps), ``learning_rate``,
     ``nu`` (Matérn smoothness of f), ``initial_noise_std`` (standardised units: the start of
-    e^{μ_g/2}). Defaults M = 64, 500 steps at 0.03, chosen by measurement: on the SPEC §13
-    toy they score as well as M = 128, 2,000 steps at 0.01 (Spearman(AU, σ²) 0.93–1.0 vs
+    e^{μ_g/2}). Defaults M = 64, 500 steps at 0.03, chosen by measurement: on the 1-D
+    toy problem they score as well as M = 128, 2,000 steps at 0.01 (Spearman(AU, σ²) 0.93–1.0 vs
     0.92–0.94, EU-AUROCs ≥ 0.98 both); on n = 1,000, d = 8 heteroscedastic data as well as
     1,000 steps at 0.02 (RMSE 0.094 vs 0.093, Spearman(AU, σ²) 0.972 vs 0.969) at half the
     cost (a step costs O(M²n)).

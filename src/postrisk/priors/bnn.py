@@ -1,4 +1,5 @@
-"""Bayesian neural network prior family (SPEC §4, §7): prior draws and NUTS conditioning.
+"""Bayesian neural network prior family: prior draws and NUTS conditioning (docs/design.md,
+"Priors" and "Task instances").
 
 Inputs ``x`` are ``(n, d)`` float64 arrays of min–max scaled covariates. With H hidden units,
 weights ``v_h``, ``w_h`` (a d-vector), ``c_h`` and an offset ``b``, all standard normal::
@@ -44,7 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from postrisk.priors.family import PosteriorResult, training_targets
+from postrisk.core.arrays import as_matrix
+from postrisk.priors.base import PosteriorResult, training_targets
 
 CHAIN_METHODS = ("parallel", "vectorized")
 #: Posterior draws of f are computed in blocks of this many weight samples (memory bound).
@@ -113,12 +115,7 @@ def scale_constant(x_pool: np.ndarray, x_ref: np.ndarray, hidden: int,
 
 
 def _check_x(x: Any, d: int | None, name: str) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2 or (d is not None and x.shape[1] != d):
-        raise ValueError(f"{name} must be (n, {d if d is not None else 'd'}), got {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} contains non-finite values")
-    return x
+    return as_matrix(name, x, n_columns=d, finite=True)
 
 
 # --- the sampler's target (jax.numpy; only ever traced under enable_x64) ----------------------
@@ -358,7 +355,7 @@ class BayesianNeuralNetworkFamily:
         import jax
         import numpyro
 
-        from postrisk.jax_env import device_provenance
+        from postrisk.core.jax_env import device_provenance
 
         start = time.perf_counter()
         x_train = _check_x(x_train, None, "x_train")

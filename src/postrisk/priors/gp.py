@@ -1,128 +1,24 @@
-"""Exact GP prior draws and conditioning with known per-point noise (SPEC §4, §7), float64.
-
-Prior f ~ GP(0, a²·k) with ``k`` a :class:`postrisk.priors.kernels.Kernel` and ``a`` the scale
-constant of :func:`scale_constant`; likelihood ``y_i ~ N(f(x_i), noise_var_train[i])`` with
-the noise variances known (heteroscedastic). With K = a²k(X, X), Σ = diag(noise_var_train),
-K* = a²k(X, X*), K** = a²k(X*, X*)::
-
-    mean = K*ᵀ (K + Σ)⁻¹ y,        cov = K** − K*ᵀ (K + Σ)⁻¹ K*
-
-computed through a Cholesky factor of K + Σ (scipy, float64).
-
-Duplicate rows are common in the evaluation pools (thousands in some datasets): prior and
-posterior draws are computed on the unique rows of ``x`` / ``x_test`` and broadcast back, so
-duplicates get identical values. Joint draws need a square root of a nearly singular
-covariance: a Cholesky factor with jitter escalating from 1e-10 to 1e-6 times the mean diagonal,
-else an eigendecomposition with negative eigenvalues clipped to 0 (see :func:`robust_sqrt`).
-"""
+"""The Gaussian-process prior family: f ~ GP(0, a²k), k the dataset's kernel of the paper's
+Table 4, fitted to its real target by type-II maximum likelihood, and ``a`` the scale constant
+that gives prior draws a median SD of 1 over the evaluation pool. Conditioning is exact
+(:mod:`postrisk.gp.exact`)."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
-import scipy.linalg
-import scipy.linalg.blas
 
-from postrisk.priors.kernels import Kernel
-
-JITTERS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
-
-
-def _factor(cov: np.ndarray, info: dict | None) -> tuple[np.ndarray, bool]:
-    """(F, F is lower triangular) with F Fᵀ ≈ cov; reads only the lower triangle of ``cov``."""
-    cov = np.asarray(cov, dtype=np.float64)
-    m = cov.shape[0]
-    if m == 0:
-        return np.zeros((0, 0)), True
-    scale = float(np.mean(np.diag(cov)))
-    if not np.isfinite(scale):
-        raise ValueError("covariance has a non-finite diagonal")
-    if scale > 0:
-        for jit in JITTERS:
-            work = np.array(cov, order="F")
-            work[np.diag_indices(m)] += jit * scale
-            try:
-                chol = scipy.linalg.cholesky(work, lower=True, overwrite_a=True,
-                                             check_finite=False)
-            except np.linalg.LinAlgError:
-                continue
-            if np.all(np.isfinite(np.diag(chol))):
-                if info is not None:
-                    info.update(method="cholesky", jitter=jit)
-                return chol, True
-    evals, evecs = scipy.linalg.eigh(cov, lower=True, check_finite=False)
-    if info is not None:
-        info.update(method="eigh", jitter=0.0, min_eigenvalue=float(evals.min()))
-    return evecs * np.sqrt(np.clip(evals, 0.0, None)), False
-
-
-def robust_sqrt(cov: np.ndarray, info: dict | None = None) -> np.ndarray:
-    """F with F Fᵀ ≈ cov, from the lower triangle of the symmetric ``cov``.
-
-    Tries ``cholesky(cov + j·mean(diag(cov))·I)`` for j in :data:`JITTERS` (F lower
-    triangular); if all fail, ``V·sqrt(max(λ, 0))`` from ``eigh(cov)``. ``info`` (a dict), when
-    given, receives ``method`` ("cholesky" or "eigh") and ``jitter`` (relative; 0 for eigh).
-    """
-    return _factor(cov, info)[0]
-
-
-def _draw(factor: np.ndarray, lower: bool, n_draws: int,
-          rng: np.random.Generator) -> np.ndarray:
-    """(n_draws, m) draws F·z, z standard normal (drawn as an (n_draws, m) array)."""
-    m = factor.shape[0]
-    z = rng.standard_normal((n_draws, m))
-    if lower and m > 0 and n_draws > 0:
-        # z.T is Fortran-ordered: a triangular product in place, half the flops of a matmul.
-        out = scipy.linalg.blas.dtrmm(1.0, factor, z.T, lower=1, overwrite_b=1)
-        return out.T
-    return z @ factor.T
-
-
-def _unique_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    xu, inv = np.unique(x, axis=0, return_inverse=True)
-    return xu, np.asarray(inv).reshape(-1)
-
-
-def _check_x(kernel: Kernel, x, name: str) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2 or x.shape[1] != kernel.dim:
-        raise ValueError(f"{name} must be (n, {kernel.dim}), got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} contains non-finite values")
-    return x
-
-
-def _sym_matrix(kernel: Kernel, x: np.ndarray) -> np.ndarray:
-    """k(x, x); exactly symmetric for all components but ``linear`` (a matrix product, which
-    may differ from its transpose by rounding). Only the lower triangle is used downstream."""
-    return kernel.matrix(x, x)
-
-
-def sample_prior(kernel: Kernel, a: float, x, rng: np.random.Generator, size: int = 1,
-                 info: dict | None = None) -> np.ndarray:
-    """``size`` joint draws of f ~ N(0, a²·k(x, x)) as a (size, n) float64 array.
-
-    Computed on the unique rows of ``x`` (duplicates get identical values); ``info`` as in
-    :func:`robust_sqrt`.
-    """
-    x = _check_x(kernel, x, "x")
-    n = x.shape[0]
-    if n == 0:
-        return np.zeros((size, 0))
-    xu, inv = _unique_rows(x)
-    cov = _sym_matrix(kernel, xu)
-    cov *= float(a) ** 2
-    factor, lower = _factor(cov, info)
-    del cov
-    draws = _draw(factor, lower, size, rng)
-    if info is not None:
-        info.update(n_unique=int(xu.shape[0]))
-    return np.ascontiguousarray(draws[:, inv])
+from postrisk.covariates.registry import get_dataset
+from postrisk.gp.exact import sample_prior
+from postrisk.gp.kernels import Kernel
+from postrisk.priors.base import PosteriorResult
 
 
 def scale_constant(kernel: Kernel, x_eval, rng: np.random.Generator, n_draws: int = 100) -> float:
-    """SPEC §4: ``n_draws`` unit-scale prior draws f ~ N(0, k(x_eval, x_eval)); the SD of each
-    draw over the evaluation points (``np.std``, ddof 0, duplicates counted as rows);
-    ``a = 1 / median SD``."""
+    """The scale constant: ``n_draws`` unit-scale prior draws f ~ N(0, k(x_eval, x_eval));
+    the SD of each draw over the evaluation points (``np.std``, ddof 0, duplicates counted as
+    rows); ``a = 1 / median SD``."""
     draws = sample_prior(kernel, 1.0, x_eval, rng, size=n_draws)
     sd = np.std(draws, axis=1)
     med = float(np.median(sd))
@@ -131,109 +27,48 @@ def scale_constant(kernel: Kernel, x_eval, rng: np.random.Generator, n_draws: in
     return 1.0 / med
 
 
-class _Conditioner:
-    """Cholesky factor of K + Σ and the pieces shared by the moments and the draws."""
+class GaussianProcessFamily:
+    """f ~ GP(0, a²k), k the dataset's Table 4 kernel family fitted to its real target."""
 
-    def __init__(self, kernel: Kernel, a: float, x_train, y_train, noise_var_train):
-        self.kernel = kernel
-        self.a2 = float(a) ** 2
-        x = _check_x(kernel, x_train, "x_train")
-        y = np.asarray(y_train, dtype=np.float64).reshape(-1)
-        nv = np.asarray(noise_var_train, dtype=np.float64).reshape(-1)
-        if y.shape[0] != x.shape[0] or nv.shape[0] != x.shape[0]:
-            raise ValueError(f"x_train has {x.shape[0]} rows, y_train {y.shape[0]}, "
-                             f"noise_var_train {nv.shape[0]}")
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y_train contains non-finite values")
-        if not (np.all(np.isfinite(nv)) and np.all(nv > 0)):
-            raise ValueError("noise_var_train must be finite and > 0")
-        self.x = x
-        kmat = _sym_matrix(kernel, x)
-        kmat *= self.a2
-        kmat[np.diag_indices(x.shape[0])] += nv
-        self.chol = scipy.linalg.cholesky(kmat, lower=True, overwrite_a=True,
-                                          check_finite=False)
-        self.alpha = scipy.linalg.cho_solve((self.chol, True), y, check_finite=False)
+    name = "gp"
 
-    def cross(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(K*, V = L⁻¹K*) for test rows ``xs``."""
-        ks = self.kernel.matrix(self.x, xs)
-        ks *= self.a2
-        v = scipy.linalg.solve_triangular(self.chol, ks, lower=True, check_finite=False)
-        return ks, v
+    def fit(self, dataset, x, target, eval_index, settings, rng, progress):
+        from postrisk.gp.kernels import fit_kernel
 
-    def moments(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(mean, marginal variance, V) at ``xs``."""
-        ks, v = self.cross(xs)
-        mean = ks.T @ self.alpha
-        var = self.a2 * self.kernel.diag(xs) - np.einsum("ij,ij->j", v, v)
-        return mean, np.clip(var, 0.0, None), v
+        spec = get_dataset(dataset)
+        if spec.kernel is None:
+            raise ValueError(f"{dataset} has no GP kernel family (not a task dataset)")
+        start = time.perf_counter()
+        fit = fit_kernel(spec.kernel, x, target, max_rows=settings["fit_rows"], rng=rng,
+                         max_iter=settings["fit_max_iter"], restarts=settings["fit_restarts"],
+                         progress=progress)
+        a = scale_constant(fit.kernel, x[eval_index], rng, n_draws=settings["scale_draws"])
+        progress(f"[{dataset}/gp] kernel {'+'.join(spec.kernel)} fitted on {fit.n_used} rows "
+                 f"(LML {fit.log_marginal_likelihood:.1f}); scale constant a = {a:.4g}")
+        return {"family": "gp", "kernel": fit.kernel.to_dict(), "a": float(a),
+                "fit": fit.to_dict(), "seconds": time.perf_counter() - start,
+                "fit_rows": settings["fit_rows"], "scale_draws": settings["scale_draws"]}
 
-    def joint(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(mean, marginal variance, covariance K** − VᵀV) at ``xs``; the covariance is exact
-        in its lower triangle (the upper one may differ by rounding for ``linear``)."""
-        mean, var, v = self.moments(xs)
-        cov = _sym_matrix(self.kernel, xs)
-        cov *= self.a2
-        cov -= v.T @ v
-        return mean, var, cov
+    def sample(self, params, x, rng, info=None):
+        from postrisk.gp.exact import sample_prior
+        from postrisk.gp.kernels import Kernel
 
+        return sample_prior(Kernel.from_dict(params["kernel"]), params["a"], x, rng, size=1,
+                            info=info)[0]
 
-def posterior_moments(kernel: Kernel, a: float, x_train, y_train, noise_var_train,
-                      x_test) -> tuple[np.ndarray, np.ndarray]:
-    """Exact posterior mean (m,) and marginal variance (m,) of f at ``x_test``."""
-    return posterior_predictor(kernel, a, x_train, y_train, noise_var_train)(x_test)
+    def posterior(self, params, x_train, y_train, noise_var_train, x_eval, rng, settings,
+                  progress):
+        from postrisk.gp.exact import posterior_draws
+        from postrisk.gp.kernels import Kernel
 
-
-def posterior_covariance(kernel: Kernel, a: float, x_train, y_train, noise_var_train,
-                         x_test) -> tuple[np.ndarray, np.ndarray]:
-    """Exact posterior mean (m,) and full covariance (m, m) of f at ``x_test`` (symmetrised);
-    the quantities :func:`posterior_draws` samples from (before its jitter)."""
-    cond = _Conditioner(kernel, a, x_train, y_train, noise_var_train)
-    xs = _check_x(kernel, x_test, "x_test")
-    if xs.shape[0] == 0:
-        return np.zeros(0), np.zeros((0, 0))
-    mean, _, cov = cond.joint(xs)
-    lower = np.tril(cov)
-    return mean, lower + np.tril(cov, -1).T
-
-
-def posterior_draws(kernel: Kernel, a: float, x_train, y_train, noise_var_train, x_test,
-                    n_draws: int, rng: np.random.Generator, info: dict | None = None
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Joint draws of f at ``x_test`` from the exact posterior.
-
-    Returns ``(draws (n_draws, m), mean (m,), var (m,))``: the draws come from the posterior
-    covariance (plus the jitter of :func:`robust_sqrt`, reported in ``info``), the mean and
-    the marginal variance are exact (no jitter). Computed on the unique rows of ``x_test``.
-    """
-    cond = _Conditioner(kernel, a, x_train, y_train, noise_var_train)
-    xs = _check_x(kernel, x_test, "x_test")
-    if xs.shape[0] == 0:
-        return np.zeros((n_draws, 0)), np.zeros(0), np.zeros(0)
-    xu, inv = _unique_rows(xs)
-    mean, var, cov = cond.joint(xu)
-    factor, lower = _factor(cov, info)
-    del cov
-    draws = _draw(factor, lower, n_draws, rng)
-    draws += mean
-    if info is not None:
-        info.update(n_unique=int(xu.shape[0]))
-    return np.ascontiguousarray(draws[:, inv]), mean[inv], var[inv]
-
-
-def posterior_predictor(kernel: Kernel, a: float, x_train, y_train, noise_var_train):
-    """Condition once, predict many times: returns ``predict(x_test) -> (mean, var)``, the exact
-    posterior mean and marginal variance of f (one Cholesky factor of K + Σ, computed here; the
-    test rows are reduced to their unique rows). :func:`posterior_moments` is one call of it."""
-    cond = _Conditioner(kernel, a, x_train, y_train, noise_var_train)
-
-    def predict(x_test) -> tuple[np.ndarray, np.ndarray]:
-        xs = _check_x(kernel, x_test, "x_test")
-        if xs.shape[0] == 0:
-            return np.zeros(0), np.zeros(0)
-        xu, inv = _unique_rows(xs)
-        mean, var, _ = cond.moments(xu)
-        return mean[inv], var[inv]
-
-    return predict
+        n_draws = settings["draws"]
+        factor: dict = {}
+        draws, mean, var = posterior_draws(Kernel.from_dict(params["kernel"]), params["a"],
+                                           x_train, y_train, noise_var_train,
+                                           np.concatenate([x_eval, x_train]), n_draws, rng,
+                                           info=factor)
+        return PosteriorResult(draws=draws, mean=mean, var=var,
+                               settings={"conditioning": "exact", "draws": int(n_draws),
+                                         "precision": "float64", "backend": "scipy",
+                                         "device_kind": "cpu",
+                                         "covariance_factor": factor})

@@ -1,4 +1,5 @@
-"""Heteroscedastic BART (SPEC §4, §7): bartz's own tree prior, drawn by us, conditioned by bartz.
+"""Heteroscedastic BART: bartz's own tree prior, drawn by us, conditioned by bartz
+(docs/design.md, "Priors" and "Task instances").
 
 Prior. f = Σ_{t=1}^{m} g_t(x), m = ``num_trees`` trees drawn independently from bartz's tree
 prior: a node at depth k (root k = 0) is non-terminal with probability ``base·(1+k)^-power``
@@ -41,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from postrisk.priors.family import PosteriorResult, training_targets
+from postrisk.core.arrays import as_matrix
+from postrisk.priors.base import PosteriorResult, training_targets
 
 FAMILY = "hbart"
 
@@ -88,11 +90,7 @@ def bin_covariates(x: np.ndarray, prior: TreePrior) -> np.ndarray:
     """(n, d) bin indices 0 … K: #{t_j < x} with x cast to float32, as bartz's
     ``GivenSplitsBinner.bin`` (``searchsorted(..., side='left')``). Out-of-range rows fall in
     the end bins (clamped)."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2:
-        raise ValueError(f"x must be (n, d), got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("x contains non-finite values")
+    x = as_matrix("x", x, finite=True)
     cuts = prior.cutpoints()
     dtype = np.uint8 if prior.n_cutpoints <= 255 else np.uint16
     return np.searchsorted(cuts, x.astype(np.float32).ravel(), side="left").reshape(
@@ -225,8 +223,8 @@ def sample_prior_draws(prior: TreePrior, a: float, x: np.ndarray, rng: np.random
 
 def scale_constant(prior: TreePrior, x_eval: np.ndarray, rng: np.random.Generator,
                    n_draws: int = 100) -> float:
-    """SPEC §4: ``n_draws`` unit-scale draws (leaves N(0, 1/num_trees)), SD of each over the
-    evaluation rows (ddof 0), ``a = 1 / median SD``."""
+    """The scale constant: ``n_draws`` unit-scale draws (leaves N(0, 1/num_trees)), SD of each
+    over the evaluation rows (ddof 0), ``a = 1 / median SD``."""
     draws = sample_prior_draws(prior, 1.0, x_eval, rng, size=n_draws)
     med = float(np.median(np.std(draws, axis=1)))
     if not med > 0:
@@ -270,7 +268,7 @@ def check_x64_off() -> None:
     if jax.config.jax_enable_x64:
         raise RuntimeError("HBART posterior needs JAX x64 OFF (bartz fails with "
                            "jax_enable_x64); run it in a process without x64 (one family per "
-                           "process, see postrisk.jax_env)")
+                           "process, see postrisk.core.jax_env)")
 
 
 def fixed_error_step(key, state):
@@ -398,7 +396,7 @@ def posterior_draws(prior: TreePrior, a: float, x_train: np.ndarray, y_train: np
     import bartz
     import jax
 
-    from postrisk.jax_env import device_provenance
+    from postrisk.core.jax_env import device_provenance
 
     check_x64_off()
     x_train = np.asarray(x_train, dtype=np.float64)
@@ -445,7 +443,7 @@ def posterior_draws(prior: TreePrior, a: float, x_train: np.ndarray, y_train: np
 
 
 class HeteroscedasticBartFamily:
-    """f = sum of ``num_trees`` bartz prior trees with leaves N(0, a²/num_trees) (SPEC §4)."""
+    """f = sum of ``num_trees`` bartz prior trees with leaves N(0, a²/num_trees)."""
 
     name = FAMILY
 

@@ -1,4 +1,5 @@
-"""Generating one task instance (paper App. B.5; SPEC §7): the sample, then the posterior.
+"""Generating one task instance (paper App. B.5; docs/design.md, "Task instances"): the sample,
+then the posterior.
 
 Random numbers: a ``SeedSequence`` from a stable hash of (dataset, prior, noise, coverage, seed),
 spawned into independent streams for the training inputs, the ground truth, the noise and the
@@ -15,14 +16,14 @@ from datetime import UTC, datetime
 import numpy as np
 import xarray as xr
 
-from postrisk.checks import instance_point_checks, loglik_rank
+from postrisk.core.io import digest, json_attr, library_versions
 from postrisk.covariates.build import Covariates
 from postrisk.covariates.registry import get_dataset
-from postrisk.coverage import select_training
-from postrisk.io import digest, json_attr, library_versions
-from postrisk.noise import fit_noise_model
-from postrisk.priors.family import get_family
+from postrisk.priors.base import get_family
+from postrisk.tasks.coverage import select_training
+from postrisk.tasks.diagnostics import instance_point_checks, loglik_rank
 from postrisk.tasks.key import TaskKey
+from postrisk.tasks.noise import fit_noise_model
 from postrisk.tasks.store import TASK_SCHEMA_VERSION
 
 __all__ = ["TaskKey", "build_sample", "build_task"]
@@ -32,7 +33,7 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     """Training inputs by scenario, f* jointly at the evaluation and training rows, noisy y.
 
     ``config_digest``: digest of the config sections that determine the sample (the sizes and
-    the family's prior settings, :func:`postrisk.config.config_digest`).
+    the family's prior settings, :func:`postrisk.grid.config_digest`).
     """
     start = time.perf_counter()
     spec = get_dataset(key.dataset)

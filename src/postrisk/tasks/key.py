@@ -1,4 +1,5 @@
-"""The instance key and its random-number streams (SPEC §7). Light: numpy only."""
+"""The instance key and its random-number streams (docs/design.md, "Task instances"). Light:
+numpy only."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import astuple, dataclass
 
 import numpy as np
 
-from postrisk import seeding
+from postrisk.core import seeding
 
 STREAMS = ("training", "truth", "noise", "posterior")
 

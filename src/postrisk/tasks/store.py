@@ -1,4 +1,5 @@
-"""The task-store contract (SPEC §7; docs/task_store.md) and its validator.
+"""The task-store contract (docs/design.md, "Task instances"; docs/task_store.md) and its
+validator.
 
 A **sample store** holds what a method may see plus the ground truth at the same rows; a **task
 store** adds the reference posterior. Both are Zarr v3 (via xarray), written atomically.
@@ -11,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from postrisk.core.io import open_zarr
 from postrisk.covariates.pools import shared_values
-from postrisk.io import open_zarr
 from postrisk.tasks import TASK_SCHEMA_VERSION  # noqa: F401 - re-exported, the contract's version
 
 #: name -> (dims, dtype kind) of the sample store's variables.

@@ -2,7 +2,7 @@
 
 >>> task = Task.load("results/tasks/diamonds/gp/smooth_monotone/balanced/0.zarr")
 >>> method.fit(task.x_train, task.y_train)
->>> scores = task.score(method.predict(task.x_eval))
+>>> scores = score_prediction(task, method.predict(task.x_eval))  # postrisk.evaluation.scoring
 
 A method sees only ``x_train``, ``y_train`` and ``x_eval``; everything else is the oracle's.
 """
@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from postrisk import oracle
-from postrisk.metrics import score_instance, spearman
+from postrisk.tasks import oracle
 from postrisk.tasks.store import validate_store
 
 
@@ -82,13 +81,3 @@ class Task:
     def eu_targets(self, pred_mean: np.ndarray) -> dict[str, np.ndarray]:
         return oracle.eu_targets(pred_mean, self.posterior_mean, self.posterior_var,
                                  self.f_true_eval)
-
-    def score(self, prediction) -> dict[str, float | None]:
-        """Spearman per EU target and for AU, Δ_ent per target, and ρ(ÊU, ÂU) (SPEC §11)."""
-        targets = self.eu_targets(prediction.mean)
-        scores = score_instance(prediction.epistemic_var, prediction.aleatoric_var, targets,
-                                self.noise_var_eval)
-        scores["rho_eu_au_hat"] = spearman(prediction.epistemic_var, prediction.aleatoric_var)
-        for name, target in targets.items():
-            scores[f"rho_eu_au_true_{name}"] = spearman(target, self.noise_var_eval)
-        return scores

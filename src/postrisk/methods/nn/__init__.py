@@ -1,4 +1,5 @@
-"""The shared neural-network building blocks of every neural method (SPEC §10; paper App. C.4).
+"""The shared neural-network building blocks of every neural method (docs/design.md,
+"Methods"; paper App. C.4).
 
 - :mod:`postrisk.methods.nn.backbone` — the one backbone (residual or plain MLP, optional
   spectral normalisation, dropout) and the shared NN hyper-parameters.

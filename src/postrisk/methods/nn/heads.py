@@ -7,7 +7,7 @@ v = s_y² ṽ (``Standardizer.mean_to_target`` / ``var_to_target``).
 - :func:`gaussian_head` — raw outputs (μ̃, ρ): s = softplus(ρ) + ε, ṽ = s².
 - :func:`natural_gaussian_head` — raw outputs (a, ρ) read as natural parameters
   η₁ = a, η₂ = −(softplus(ρ) + ε)/2 < 0: ṽ = −1/(2η₂) = 1/(softplus(ρ) + ε), μ̃ = η₁ṽ.
-- :func:`gaussian_nll` — per-point −log N(y | μ, v).
+- :func:`pointwise_gaussian_nll` — per-point −log N(y | μ, v).
 """
 
 from __future__ import annotations
@@ -39,6 +39,6 @@ def natural_gaussian_head(raw: jax.Array,
     return eta1 * var, var
 
 
-def gaussian_nll(mean: jax.Array, var: jax.Array, y: jax.Array) -> jax.Array:
+def pointwise_gaussian_nll(mean: jax.Array, var: jax.Array, y: jax.Array) -> jax.Array:
     """Per-point negative log density: ½ log(2π) + ½ log v + (y − μ)²/(2v)."""
     return _HALF_LOG_2PI + 0.5 * jnp.log(var) + 0.5 * (y - mean) ** 2 / var

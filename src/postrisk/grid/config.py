@@ -1,16 +1,14 @@
-"""Workflow configuration: the grid's vocabulary, schema validation with clear messages, the plan.
+"""The workflow configuration: its schema, validation with clear messages, merging of files.
 
-The schema is built here (enums come from the registries), used by ``rules/common.smk`` at
-workflow start and by the command line; a bad key stops everything with one message that
-names the key and the allowed values.
+The schema's enums come from the registries (:mod:`postrisk.grid.vocabulary`). It is used by the
+workflow at start and by the command line; a bad key stops everything with one message that names
+the key and the allowed values.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from itertools import product
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +16,7 @@ import jsonschema
 import yaml
 
 from postrisk.covariates.registry import registry, task_datasets
-
-PRIORS = ("gp", "hbart", "bnn")
-NOISE_MODES = ("homoscedastic", "smooth_monotone", "bump", "edges")
-COVERAGES = ("balanced", "ood")
-#: Registry names of the 19 methods (SPEC §10), then the reference rows scored beside them.
-METHODS = ("blr", "gp", "vlgp", "dkl", "sngp_het", "ngboost_nig", "ngboost_bag", "catboost_ps",
-           "catboost_kgb", "nn_bag", "nn_ens", "nn_drop", "nn_edl", "nn_deup", "nn_lap",
-           "nn_lap_sn", "nn_fsp", "nn_fsp_sn", "nn_swag")
-REFERENCE_ROWS = ("oracle", "distance", "constant_au")
+from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 
 
 class ConfigError(ValueError):
@@ -265,176 +255,3 @@ def load_config(*paths: str | Path) -> dict:
     for path in paths:
         merged = deep_merge(merged, yaml.safe_load(Path(path).read_text()) or {})
     return validate_config(merged)
-
-
-# -- the grid ----------------------------------------------------------------------------------
-
-def covariate_datasets(cfg: Mapping) -> list[str]:
-    """Datasets whose covariate store the workflow builds (tasks first, then OOD-only)."""
-    names = list(cfg["datasets"]) + [n for n in cfg.get("ood_datasets", [])
-                                     if n not in cfg["datasets"]]
-    for name in list(names):
-        ref = registry()[name].scaling_reference
-        if ref and ref not in names:
-            names.append(ref)
-    return names
-
-
-def training_size(dataset: str, n_cap: int | None) -> int:
-    """Table 4's n for ``dataset``, capped by ``sizes.n_cap`` when a preset sets one."""
-    n = registry()[dataset].n
-    if n is None:
-        raise ValueError(f"{dataset} is not a task dataset")
-    return min(n, n_cap) if n_cap else n
-
-
-def conditions(cfg: Mapping) -> Iterator[tuple[str, str, str, str]]:
-    """(dataset, prior, noise, coverage) of the grid; ``prior_grid`` narrows a family's axes
-    (presets: e.g. the MCMC families on a subset of the demo's cells)."""
-    narrow = cfg.get("prior_grid", {})
-    for dataset, prior, noise, coverage in product(cfg["datasets"], cfg["priors"],
-                                                   cfg["noise_modes"], cfg["coverages"]):
-        grid = narrow.get(prior, {})
-        if all(value in grid.get(axis, [value]) for axis, value in
-               (("datasets", dataset), ("noise_modes", noise), ("coverages", coverage))):
-            yield dataset, prior, noise, coverage
-
-
-@dataclass(frozen=True)
-class StagePlan:
-    stage: str
-    jobs: int
-    cpu_minutes_per_job: float
-
-    @property
-    def cpu_hours(self) -> float:
-        return self.jobs * self.cpu_minutes_per_job / 60
-
-
-def implemented_priors(cfg: Mapping) -> list[str]:
-    """The configured prior families the workflow can build today."""
-    import importlib.util
-
-    from postrisk.priors.family import FAMILY_PATHS
-
-    available = {name for name, path in FAMILY_PATHS.items()
-                 if importlib.util.find_spec(path.split(":")[0]) is not None}
-    return [p for p in cfg["priors"] if p in available]
-
-
-def implemented_methods(cfg: Mapping) -> list[str]:
-    """The configured methods the workflow can fit today."""
-    from postrisk.methods.registry import METHOD_PATHS
-
-    return [m for m in cfg.get("methods", []) if m in METHOD_PATHS]
-
-
-def tuned_methods(cfg: Mapping) -> list[str]:
-    """Implemented methods that get a tuning sweep (``tuning.methods``; null: all of them)."""
-    chosen = cfg.get("tuning", {}).get("methods")
-    methods = implemented_methods(cfg)
-    return methods if chosen is None else [m for m in methods if m in chosen]
-
-
-def is_tuned(cfg: Mapping, method: str, condition: tuple[str, str, str, str]) -> bool:
-    """Whether (method, condition) gets a sweep: a tuned method on a condition inside
-    ``tuning.grid`` (presets narrow it; the paper tunes every condition)."""
-    if method not in tuned_methods(cfg):
-        return False
-    grid = cfg.get("tuning", {}).get("grid", {})
-    keys = ("datasets", "priors", "noise_modes", "coverages")
-    return all(value in grid.get(key, [value]) for key, value in zip(keys, condition,
-                                                                       strict=True))
-
-
-def task_seeds(cfg: Mapping) -> list[int]:
-    """Seeds whose task stores are built for every condition.
-
-    With BNN in the grid, every candidate seed is built (validity is decided by the BNN
-    instance's R̂ at aggregation); without it every seed is valid and the first
-    ``valid_per_cell`` suffice (SPEC §8).
-    """
-    seeds = cfg["seeds"]
-    n = seeds["candidates"] if "bnn" in implemented_priors(cfg) else seeds["valid_per_cell"]
-    return list(range(n))
-
-
-def implemented_conditions(cfg: Mapping) -> list[tuple[str, str, str, str]]:
-    priors = implemented_priors(cfg)
-    return [c for c in conditions(cfg) if c[1] in priors]
-
-
-def plan(cfg: Mapping) -> list[StagePlan]:
-    """Jobs per stage the workflow would run for ``cfg`` and their estimated CPU time.
-
-    Only stages and families the workflow implements are listed; each stage's per-job cost
-    comes from ``cost_model`` in the config (minutes on one 2-core node).
-    """
-    costs = cfg["cost_model"]
-    conds = implemented_conditions(cfg)
-    n_seeds = len(task_seeds(cfg))
-    n_tasks = len(conds) * n_seeds
-    n_methods = len(implemented_methods(cfg))
-    priors = implemented_priors(cfg)
-    posterior = [StagePlan(f"posterior_{p}", sum(c[1] == p for c in conds) * n_seeds,
-                           costs.get(f"posterior_{p}", 1.0)) for p in priors]
-    return [
-        StagePlan("covariates", len(covariate_datasets(cfg)), costs.get("covariates", 1.0)),
-        StagePlan("prior", len({(c[0], c[1]) for c in conds}), costs.get("prior", 1.0)),
-        StagePlan("sample", n_tasks, costs.get("sample", 0.1)),
-        *posterior,
-        StagePlan("fit", len(conds) * n_methods, costs.get("fit", 1.0)),
-        StagePlan("score", len(conds), costs.get("score", 0.5)),
-    ]
-
-
-def n_instances(cfg: Mapping) -> int:
-    return sum(1 for _ in conditions(cfg)) * cfg["seeds"]["candidates"]
-
-
-def plan_report(cfg: Mapping) -> str:
-    """A few lines: the grid's size, jobs per stage and an estimate of the cost."""
-    stages = plan(cfg)
-    lines = [
-        f"grid: {len(cfg['datasets'])} datasets × {len(cfg['priors'])} priors × "
-        f"{len(cfg['noise_modes'])} noise modes × {len(cfg['coverages'])} coverages × "
-        f"{cfg['seeds']['candidates']} candidate seeds"
-        f"{' (narrowed per prior by prior_grid)' if cfg.get('prior_grid') else ''} = "
-        f"{n_instances(cfg):,} instances "
-        f"({cfg['seeds']['valid_per_cell']} valid seeds used per cell)",
-    ]
-    for s in stages:
-        lines.append(f"  {s.stage:<12} {s.jobs:>7,} jobs  ≈ {s.cpu_hours:,.1f} CPU-hours")
-    missing_priors = [p for p in cfg["priors"] if p not in implemented_priors(cfg)]
-    missing_methods = [m for m in cfg.get("methods", []) if m not in implemented_methods(cfg)]
-    if missing_priors or missing_methods:
-        lines.append(f"  (not implemented yet, not planned: priors {missing_priors or '-'}; "
-                     f"{len(missing_methods)} methods)")
-    total_jobs = sum(s.jobs for s in stages)
-    total_hours = sum(s.cpu_hours for s in stages)
-    lines.append(f"  {'total':<12} {total_jobs:>7,} jobs  ≈ {total_hours:,.1f} CPU-hours "
-                 f"(≈ {total_hours / 2:,.1f} h wall-clock on 2 local cores)")
-    return "\n".join(lines)
-
-
-def config_digest(cfg: Mapping, prior: str) -> str:
-    """A short digest of the config sections that determine a sample store's numbers: the sizes
-    and the family's prior settings (``<prior>_prior``). A task store's own digest adds its
-    posterior settings (``postrisk.tasks.generate.build_task``)."""
-    from postrisk.io import digest
-
-    return digest({key: cfg.get(key) for key in ("sizes", f"{prior}_prior")})
-
-
-def guard_message(cfg: Mapping) -> str | None:
-    """Why a plain local run of ``cfg`` must stop for confirmation, or None if it may go on."""
-    guard = cfg["local_guard"]
-    if cfg.get("confirm_full_run", False) or n_instances(cfg) <= guard["max_instances"]:
-        return None
-    return (
-        "This configuration is the full grid, meant for a cluster "
-        "(`snakemake --profile profiles/slurm`).\n" + plan_report(cfg) + "\n"
-        "To run it locally anyway, confirm with `--config confirm_full_run=True`; to try it "
-        "small, use "
-        "`--configfile presets/demo.yaml`; to build one target, name it on the command line."
-    )

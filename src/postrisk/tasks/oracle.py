@@ -1,4 +1,5 @@
-"""Oracle targets (paper App. A, B.6; SPEC §9). Pure functions on arrays of evaluation points.
+"""Oracle targets (paper App. A, B.6; docs/design.md, "Oracle targets"). Pure functions on
+arrays of evaluation points.
 
 Under squared loss, for a point prediction â(x) and the reference posterior with mean m_S and
 variance σ²_f:

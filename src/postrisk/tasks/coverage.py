@@ -1,4 +1,5 @@
-"""Training-sample coverage scenarios (paper App. B.4; SPEC §6). Pure functions."""
+"""Training-sample coverage scenarios (paper App. B.4; docs/design.md, "Coverage"). Pure
+functions."""
 
 from __future__ import annotations
 

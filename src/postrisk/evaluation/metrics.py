@@ -1,4 +1,4 @@
-"""Oracle metrics (SPEC §9, §11): one home for every number a table reports.
+"""Oracle metrics: one home for every number a table reports (docs/design.md, "Metrics").
 
 Pure functions on numpy arrays; nothing here reads or writes files.
 
@@ -8,8 +8,8 @@ Conventions
   input is constant (a method with constant AU, or the homoscedastic noise mode) or when fewer
   than three finite pairs remain. Means over instances skip ``None`` and report how many entries
   were applicable (:func:`mean_applicable`); a NaN reaching a mean is a bug and raises.
-* The EU targets (SPEC §9) for a point prediction â(x), with posterior mean m_S, posterior
-  variance σ²_f and true function f*:
+* The EU targets (docs/design.md, "Oracle targets") for a point prediction â(x), with
+  posterior mean m_S, posterior variance σ²_f and true function f*:
 
   - ``posterior_excess_risk``  = σ²_f(x) + (â(x) − m_S(x))²   (primary)
   - ``posterior_variance``     = σ²_f(x)
@@ -26,17 +26,11 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 from scipy.stats import rankdata
 
-from postrisk.oracle import EU_TARGETS  # the targets are the oracle's
+from postrisk.core.arrays import as_vector
+from postrisk.tasks.oracle import EU_TARGETS  # the targets are the oracle's
 
 #: Fewest finite pairs for which a rank correlation is reported.
 MIN_POINTS = 3
-
-
-def as_vector(name: str, values) -> np.ndarray:
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    return arr
 
 
 def spearman(x, y) -> float | None:
@@ -137,7 +131,7 @@ def score_instance(eu_hat, au_hat, eu_targets: Mapping[str, np.ndarray],
     * ``delta_ent_<t>``   = ρ(EU_hat, AU_hat) − ρ(EU*_t, σ²_ε) for each t.
 
     ``eu_targets`` must hold exactly the keys of :data:`EU_TARGETS`
-    (see :func:`postrisk.oracle.eu_targets`).
+    (see :func:`postrisk.tasks.oracle.eu_targets`).
     """
     missing = [t for t in EU_TARGETS if t not in eu_targets]
     unknown = [t for t in eu_targets if t not in EU_TARGETS]

@@ -1,4 +1,5 @@
-"""GP kernel families of Table 4 (SPEC §4) and their type-II maximum-likelihood fit.
+"""GP kernel families of Table 4 (docs/design.md, "Priors") and their type-II
+maximum-likelihood fit.
 
 Inputs ``x`` are ``(n, d)`` float64 arrays of min–max scaled covariates (mostly in [0, 1]). A
 dataset's kernel is a weighted sum of components named as in
@@ -7,7 +8,7 @@ dataset's kernel is a weighted sum of components named as in
     k(x, x') = Σ_c w_c k_c(x, x'),   w_c > 0,  Σ_c w_c = 1   (relative component variances)
 
 The overall amplitude is not part of the kernel: the prior covariance is ``a²·k`` with the scale
-constant ``a`` of :func:`postrisk.priors.gp.scale_constant`.
+constant ``a`` of :func:`postrisk.gp.exact.scale_constant`.
 
 Components and their natural-space parameters (``Kernel.params[component]``):
 
@@ -51,11 +52,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 import scipy.optimize
 
-COMPONENTS = ("matern12", "matern32", "matern52", "rbf", "rq", "powexp", "periodic", "linear",
-              "arccos0")
-STATIONARY = ("matern12", "matern32", "matern52", "rbf", "rq", "powexp")
+from postrisk.core.arrays import as_matrix
+from postrisk.gp import COMPONENTS, STATIONARY
 
 # Parameter names per component: (name, "vector" of length d | "scalar").
 _PARAM_SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -176,6 +177,18 @@ def _component(name, p, x1, x2, mode, same=None):
     raise ValueError(f"unknown kernel component {name!r}")
 
 
+#: ν → component name of the Matérn kernels.
+MATERN = {0.5: "matern12", 1.5: "matern32", 2.5: "matern52"}
+
+
+def matern_component(nu: float) -> str:
+    """The component name of Matérn-ν, ν ∈ {0.5, 1.5, 2.5}."""
+    try:
+        return MATERN[float(nu)]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"nu must be one of {sorted(MATERN)}, got {nu!r}") from None
+
+
 def kernel_component(name: str, params: dict, x1, x2, mode: str = "fast"):
     """One unweighted component k_c(x1, x2) in ``jax.numpy`` (differentiable, jit-able).
 
@@ -234,13 +247,7 @@ def _as_float_list(v, name) -> list[float]:
 
 def _as_2d(x, name="x") -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 1:
-        x = x[:, None]
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be an (n, d) array, got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} contains non-finite values")
-    return x
+    return as_matrix(name, x[:, None] if x.ndim == 1 else x, finite=True)
 
 
 @dataclass(frozen=True)
@@ -523,31 +530,130 @@ def _log_prior(slots, theta):
     return lp
 
 
-def _loglik_parts(kmat, r) -> tuple[float, np.ndarray, np.ndarray]:
-    """log N(r; 0, kmat) and its gradients ∂/∂K = ½(ααᵀ − K⁻¹), ∂/∂r = −α (α = K⁻¹r).
+def cholesky_solve(kmat, r, with_inverse: bool = True,
+                   check_finite: bool = False) -> tuple[np.ndarray, float, np.ndarray | None]:
+    """(α = K⁻¹r, ½ ln|K|, K⁻¹ or None) from one LAPACK Cholesky factorisation of ``kmat``.
 
     LAPACK through scipy (dpotrf, dpotrs, dpotri): ~1.6× faster on CPU than the same in JAX,
     whose inverse from a Cholesky factor goes through two triangular solves. Raises
-    ``np.linalg.LinAlgError`` when K is not numerically positive definite.
+    ``np.linalg.LinAlgError`` when K is not numerically positive definite (and, with
+    ``check_finite``, when the factor is not finite). The one home of the Gaussian
+    log-likelihood's linear algebra: the kernel fit (:func:`fit_kernel`) and deep kernel
+    learning (:func:`negative_log_marginal_per_point`) both use it.
     """
     kmat = np.array(kmat, dtype=np.float64, order="F")
     r = np.asarray(r, dtype=np.float64)
-    n = r.shape[0]
     chol, info = scipy.linalg.lapack.dpotrf(kmat, lower=1, overwrite_a=1, clean=0)
     if info != 0:
         raise np.linalg.LinAlgError(f"Cholesky factorisation failed (info={info})")
+    if check_finite and not np.isfinite(np.tril(chol)).all():
+        raise np.linalg.LinAlgError("Cholesky factor is not finite")
     alpha, _ = scipy.linalg.lapack.dpotrs(chol, r, lower=1)
-    val = (-0.5 * float(r @ alpha) - float(np.sum(np.log(np.diag(chol))))
-           - 0.5 * n * math.log(2 * math.pi))
+    half_logdet = float(np.sum(np.log(np.diag(chol))))
+    if not with_inverse:
+        return alpha, half_logdet, None
     kinv, info = scipy.linalg.lapack.dpotri(chol, lower=1, overwrite_c=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"inverse from the Cholesky factor failed (info={info})")
     kinv = np.tril(kinv)
     kinv += np.tril(kinv, -1).T
+    return alpha, half_logdet, kinv
+
+
+def _loglik_parts(kmat, r) -> tuple[float, np.ndarray, np.ndarray]:
+    """log N(r; 0, kmat) and its gradients ∂/∂K = ½(ααᵀ − K⁻¹), ∂/∂r = −α (α = K⁻¹r), by
+    :func:`cholesky_solve`; raises ``np.linalg.LinAlgError`` when K is not positive definite."""
+    r = np.asarray(r, dtype=np.float64)
+    n = r.shape[0]
+    alpha, half_logdet, kinv = cholesky_solve(kmat, r)
+    val = -0.5 * float(r @ alpha) - half_logdet - 0.5 * n * math.log(2 * math.pi)
     g_k = np.outer(alpha, alpha)
     g_k -= kinv
     g_k *= 0.5
     return val, g_k, -alpha
+
+
+# -- the same from traced JAX code (deep kernel learning) --------------------------------------
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _host_cholesky_solve(k: np.ndarray, t: np.ndarray, with_inverse: bool):
+    """(α, ln|K|[, K⁻¹]) for the JAX callback; NaN-filled when the Cholesky fails."""
+    try:
+        alpha, half_logdet, inv = cholesky_solve(k, t, with_inverse, check_finite=True)
+    except np.linalg.LinAlgError:
+        nan = np.full(np.shape(k), np.nan)
+        return ((np.full(np.shape(t), np.nan), np.float64(np.nan))
+                + ((nan,) if with_inverse else ()))
+    logdet = np.float64(2.0 * half_logdet)
+    return (alpha, logdet) + ((inv,) if with_inverse else ())
+
+
+def _to_bits(a):
+    """float64 → int32 pairs (last axis 2), bit-exact."""
+    return jax.lax.bitcast_convert_type(a, jnp.int32)
+
+
+def _host_to_bits(a) -> np.ndarray:
+    a = np.array(a, dtype=np.float64, order="C")
+    return a.reshape(-1).view(np.int32).reshape(a.shape + (2,))
+
+
+def _host_from_bits(a) -> np.ndarray:
+    a = np.array(a, dtype=np.int32, order="C")
+    return a.reshape(-1).view(np.float64).reshape(a.shape[:-1])
+
+
+def _traced_cholesky_solve(k, t, with_inverse: bool):
+    """:func:`_host_cholesky_solve` called from traced code (``jax.pure_callback``).
+
+    The callback may run on a thread where x64 is off, and JAX then canonicalises float64
+    arrays crossing the callback boundary to float32 (measured: results differing in the 7th
+    digit from call to call). So float64 arguments and results travel bit-exactly as int32
+    pairs (``lax.bitcast_convert_type``).
+    """
+    shapes = [t.shape, ()] + ([k.shape] if with_inverse else [])
+    ints = tuple(jax.ShapeDtypeStruct(shape + (2,), jnp.int32) for shape in shapes)
+
+    def host(k_bits, t_bits):
+        out = _host_cholesky_solve(_host_from_bits(k_bits), _host_from_bits(t_bits),
+                                   with_inverse)
+        return tuple(_host_to_bits(a) for a in out)
+
+    out = jax.pure_callback(host, ints, _to_bits(k), _to_bits(t), vmap_method="sequential")
+    return tuple(jax.lax.bitcast_convert_type(a, jnp.float64) for a in out)
+
+
+@jax.custom_vjp
+def negative_log_marginal_per_point(cov, t):
+    """−(1/n) ln N(t | 0, cov) for float64 ``cov`` (n, n) and ``t`` (n,), by the LAPACK
+    Cholesky of :func:`cholesky_solve` (NaN when ``cov`` is not positive definite).
+
+    Gradient (custom, exact): ∂/∂cov = (cov⁻¹ − ααᵀ)/(2n), ∂/∂t = α/n with α = cov⁻¹t — one
+    ``dpotrf`` + ``dpotri`` per step, a few times cheaper than differentiating through
+    ``jnp.linalg.cholesky`` on CPU.
+    """
+    alpha, logdet = _traced_cholesky_solve(cov, t, False)
+    n = t.shape[0]
+    return 0.5 * (jnp.dot(t, alpha) + logdet + n * _LOG_2PI) / n
+
+
+def _nlm_fwd(cov, t):
+    alpha, logdet, inv = _traced_cholesky_solve(cov, t, True)
+    n = t.shape[0]
+    value = 0.5 * (jnp.dot(t, alpha) + logdet + n * _LOG_2PI) / n
+    return value, (alpha, inv)
+
+
+def _nlm_bwd(res, g):
+    alpha, inv = res
+    n = alpha.shape[0]
+    d_cov = (0.5 * g / n) * (inv - jnp.outer(alpha, alpha))
+    return d_cov, (g / n) * alpha
+
+
+negative_log_marginal_per_point.defvjp(_nlm_fwd, _nlm_bwd)
 
 
 @functools.lru_cache(maxsize=32)

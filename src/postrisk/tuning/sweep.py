@@ -1,11 +1,11 @@
-"""Hyper-parameter tuning (SPEC §10; paper App. C, "Hyperparameter tuning").
+"""Hyper-parameter tuning (docs/design.md, "Tuning"; paper App. C, "Hyperparameter tuning").
 
 One sweep per (method, condition): Optuna's TPE sampler (the paper used a hosted W&B Bayesian
 sweep) proposes ``n_trials`` configurations from the search space declared beside the method,
 minus the entries fixed by the configuration (``method_settings``: "entries with a single value
 are fixed"). Every trial fits the method on a uniformly random 80% of the condition's seed-0
 training sample and scores it on the remaining 20% by the mean Gaussian negative log-likelihood
-of the targets under N(mean, AU + EU) (:func:`gaussian_nll`). Tuning never sees evaluation
+of the targets under N(mean, AU + EU) (:func:`mean_gaussian_nll`). Tuning never sees evaluation
 points or any oracle quantity. The best trial's configuration is the condition's winner, used
 for every seed.
 
@@ -27,7 +27,7 @@ Resumable and reproducible:
 * A configuration already scored in this sweep is not refitted (TPE can propose a categorical
   configuration twice); its value is reused and the trial records ``repeat_of``.
 * A trial whose fit fails (an exception or an invalid output, see
-  :func:`postrisk.methods.base.run_fit`) is recorded as failed with its error; TPE ignores it.
+  :func:`postrisk.methods.runner.run_fit`) is recorded as failed with its error; TPE ignores it.
   With no successful trial the winner is the method's defaults plus the fixed entries, and the
   result says so.
 """
@@ -44,13 +44,15 @@ from typing import Any
 
 import numpy as np
 
-from postrisk import seeding
-from postrisk.methods.base import config_json, run_fit
+from postrisk.core import seeding
+from postrisk.core.io import array_digest, canonical_json, digest, json_default, package_version
+from postrisk.methods.interface import check_hyperparameters
+from postrisk.methods.runner import resolve_method, run_fit
 
 TUNING_SCHEMA = "tuning-1"
 
 
-def gaussian_nll(y, mean, var) -> float:
+def mean_gaussian_nll(y, mean, var) -> float:
     """Mean Gaussian negative log-likelihood ½ log(2πv) + (y − μ)²/(2v) over the points.
 
     ``inf`` when any variance is not positive (a method may predict zero total variance).
@@ -81,10 +83,7 @@ def split_indices(n: int, validation_fraction: float, *key: object) -> tuple[np.
 
 def searched_space(method_cls, fixed: Mapping[str, Any]) -> dict[str, tuple]:
     """The method's declared search space without the entries ``fixed`` by the configuration."""
-    unknown = sorted(set(fixed) - set(method_cls.defaults))
-    if unknown:
-        raise ValueError(f"{method_cls.name}: fixed settings {unknown} are not hyper-parameters "
-                         f"(allowed: {', '.join(sorted(method_cls.defaults))})")
+    check_hyperparameters(method_cls, fixed, f"fixed settings of {method_cls.name}")
     return {k: v for k, v in method_cls.search_space.items() if k not in fixed}
 
 
@@ -106,15 +105,8 @@ def suggest(trial, space: Mapping[str, tuple]) -> dict[str, Any]:
 
 def data_digest(x, y, fit_idx, val_idx) -> str:
     """A digest of a sweep's training data: the bytes of x and y (float64) and the split."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for array, dtype in ((x, np.float64), (y, np.float64), (fit_idx, np.int64),
-                         (val_idx, np.int64)):
-        a = np.ascontiguousarray(np.asarray(array, dtype=dtype))
-        h.update(str(a.shape).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()[:16]
+    return array_digest((x, np.float64), (y, np.float64), (fit_idx, np.int64),
+                        (val_idx, np.int64))
 
 
 @dataclass
@@ -137,7 +129,7 @@ class TuningResult:
 
     def to_json(self) -> str:
         payload = asdict(self)
-        return json.dumps(payload, indent=2, sort_keys=True, default=_jsonable) + "\n"
+        return json.dumps(payload, indent=2, sort_keys=True, default=json_default) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> TuningResult:
@@ -148,23 +140,14 @@ class TuningResult:
         return cls(**payload)
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    raise TypeError(f"{obj!r} is not JSON-serialisable")
-
-
 def _study_digest(method: str, implementation_version: int, space: Mapping, fixed: Mapping,
                   split: Mapping, data: str, n_trials: int, startup_trials: int,
                   sampler_seed: int) -> str:
-    from postrisk import __version__
-
-    text = config_json({"method": method, "implementation_version": implementation_version,
-                        "postrisk": __version__, "space": {k: list(v) for k, v in space.items()},
-                        "fixed": dict(fixed), "split": dict(split), "data": data,
-                        "n_trials": n_trials, "startup_trials": startup_trials,
-                        "sampler_seed": sampler_seed})
-    return f"{seeding.stable_hash(text):032x}"[:16]
+    return digest({"method": method, "implementation_version": implementation_version,
+                   "postrisk": package_version(), "space": {k: list(v) for k, v in space.items()},
+                   "fixed": dict(fixed), "split": dict(split), "data": data,
+                   "n_trials": n_trials, "startup_trials": startup_trials,
+                   "sampler_seed": sampler_seed})
 
 
 def _set_aside_stale_journal(journal: Path, study_name: str,
@@ -204,10 +187,8 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     from optuna.storages.journal import JournalFileBackend
     from optuna.trial import TrialState
 
-    from postrisk.methods.base import _resolve
-
     say = progress if progress is not None else (lambda _msg: None)
-    cls = _resolve(method)
+    cls = resolve_method(method)
     method = cls.name
     fixed = dict(fixed or {})
     space = searched_space(cls, fixed)
@@ -260,8 +241,8 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
                                                    n_startup_trials=startup_trials)
         trial = study.ask()
         params = suggest(trial, space)
-        key = config_json(params)
-        seen = {config_json(t.params): t for t in done if t.state == TrialState.COMPLETE}
+        key = canonical_json(params)
+        seen = {canonical_json(t.params): t for t in done if t.state == TrialState.COMPLETE}
         t0 = time.perf_counter()
         if key in seen:
             trial.set_user_attr("repeat_of", seen[key].number)
@@ -270,7 +251,7 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
         else:
             record = run_fit(cls, {**fixed, **params}, x_fit, y_fit, x_val,
                              random_state=random_state, n_threads=n_threads)
-            value = (gaussian_nll(y_val, record.mean, record.prediction().total_var)
+            value = (mean_gaussian_nll(y_val, record.mean, record.prediction().total_var)
                      if record.ok else math.nan)
             if record.ok and math.isfinite(value):
                 study.tell(trial, value)
@@ -297,7 +278,7 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
                               best_value=float(best.value), best_trial=best.number,
                               trials=trials, split=split, **provenance)
         say(f"[tune {method}] best trial {best.number}: NLL {best.value:.4f} "
-            f"{config_json(best.params)}")
+            f"{canonical_json(best.params)}")
     else:
         result = TuningResult(method=method, study_name=study_name, n_trials=n_trials,
                               config=dict(defaults), searched={}, best_value=None,

@@ -1,4 +1,5 @@
-"""The reference rows of every table (SPEC §10): functions of a task's arrays, not fitted methods.
+"""The reference rows of every table (docs/design.md, "Methods"): functions of a task's arrays,
+not fitted methods.
 
 * ``oracle`` — mean = posterior mean m_S, EU = true posterior variance σ²_f, AU = true noise
   variance σ²_ε: the best any method could report.
@@ -16,21 +17,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from postrisk.methods.base import Prediction
-from postrisk.metrics import as_vector
+from postrisk.core.arrays import as_matrix, as_vector
+from postrisk.methods.interface import Prediction
 
 REFERENCE_ROWS = ("oracle", "distance", "constant_au")
 
-#: Shrinkage of the training covariance towards a scaled identity (as for the shells, SPEC §6).
+#: Shrinkage of the training covariance towards a scaled identity (as for the coverage shells).
 SHRINKAGE = 0.1
 N_NEIGHBOURS = 10
-
-
-def _matrix(name: str, values) -> np.ndarray:
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (rows, features), got shape {arr.shape}")
-    return arr
 
 
 def oracle_prediction(posterior_mean, posterior_var, noise_var_eval) -> Prediction:
@@ -50,9 +44,9 @@ def whitening(x_train: np.ndarray, shrinkage: float = SHRINKAGE) -> tuple[np.nda
     z-scored training inputs, C_λ = (1 − λ)C + λ(tr C/d)I, and W = D⁻¹C_λ^{−1/2} (D = diag SD),
     so ‖z − z′‖ is the Mahalanobis distance under C_λ. z-scoring first makes the distance
     invariant to rescaling a feature even though the shrinkage target is isotropic (as for the
-    shells, SPEC §6).
+    coverage shells, docs/design.md, "Coverage").
     """
-    x = _matrix("x_train", x_train)
+    x = as_matrix("x_train", x_train)
     n, d = x.shape
     centre = x.mean(axis=0)
     sd = x.std(axis=0)
@@ -76,9 +70,9 @@ def distance_prediction(x_train, y_train, x_eval, k: int = N_NEIGHBOURS) -> Pred
     :func:`whitening` and N_k(x) the k nearest training inputs (k capped at n_train);
     mean(x) = (1/k) Σ_{j ∈ N_k(x)} y_j; AU = Var(y_train) (population variance, constant).
     """
-    x_tr = _matrix("x_train", x_train)
+    x_tr = as_matrix("x_train", x_train)
     y_tr = as_vector("y_train", y_train)
-    x_ev = _matrix("x_eval", x_eval)
+    x_ev = as_matrix("x_eval", x_eval)
     if y_tr.shape[0] != x_tr.shape[0]:
         raise ValueError(f"x_train has {x_tr.shape[0]} rows, y_train {y_tr.shape[0]}")
     if x_ev.shape[1] != x_tr.shape[1]:
@@ -97,9 +91,9 @@ def distance_prediction(x_train, y_train, x_eval, k: int = N_NEIGHBOURS) -> Pred
 
 def constant_au_prediction(x_train, y_train, x_eval) -> Prediction:
     """mean = mean(y_train), AU = Var(y_train) (population variance), EU = 0; all constant."""
-    _matrix("x_train", x_train)
+    as_matrix("x_train", x_train)
     y_tr = as_vector("y_train", y_train)
-    m = _matrix("x_eval", x_eval).shape[0]
+    m = as_matrix("x_eval", x_eval).shape[0]
     return Prediction(mean=np.full(m, float(y_tr.mean())),
                       aleatoric_var=np.full(m, float(y_tr.var())), epistemic_var=np.zeros(m))
 

@@ -1,4 +1,4 @@
-"""Random numbers from stable keys (SPEC §7): the same key gives bit-identical streams."""
+"""Random numbers from stable keys: the same key gives bit-identical streams."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tables and figures: Table 3 (posterior checks), rank histograms, mean ρ per method."""
+"""Table 3 (the reference-posterior checks) and the rank histograms, from the task stores."""
 
 from __future__ import annotations
 
@@ -6,21 +6,15 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from postrisk import checks  # noqa: E402
-from postrisk.io import open_zarr  # noqa: E402
-
-DEMO_NOTE = "{scale} scale — not comparable to the paper"
-
-
-def scale_note(scale: str) -> str:
-    return "" if scale == "paper" else DEMO_NOTE.format(scale=scale)
+from postrisk.core.io import open_zarr
+from postrisk.evaluation.posterior_checks import rank_uniformity_pvalue, table3
+from postrisk.grid.seeds import RHAT_STRICT, mark_valid
+from postrisk.report.style import save_figure
+from postrisk.tasks.diagnostics import rank_bin_probabilities, rank_histogram
 
 
 def collect_checks(task_paths: Sequence[str | Path]):
@@ -48,9 +42,9 @@ def collect_checks(task_paths: Sequence[str | Path]):
         ranks.setdefault(prior, []).append(rank)
         mcse.setdefault(prior, []).append(ds["mcse_var"].values)
     instances = pd.DataFrame(rows)
-    points = {prior: {"rank_hist": checks.rank_histogram(np.concatenate(ranks[prior]),
+    points = {prior: {"rank_hist": rank_histogram(np.concatenate(ranks[prior]),
                                                          n_draws[prior]),
-                      "rank_expected": checks.rank_bin_probabilities(n_draws[prior]),
+                      "rank_expected": rank_bin_probabilities(n_draws[prior]),
                       "mcse_var": np.concatenate(mcse[prior])} for prior in ranks}
     return instances, points
 
@@ -63,10 +57,10 @@ def _table3_over(task_paths, instances: pd.DataFrame, column: str, scale: str,
     if not paths:
         return pd.DataFrame({"scale": [], "prior": []}), {}
     iv, points = collect_checks(paths)
-    table = checks.table3(iv, points, rng)
+    table = table3(iv, points, rng)
     # one data-log-likelihood rank per instance: uniform under a correct posterior (SBC)
     table["loglik_rank_uniformity_p"] = [
-        round(checks.rank_uniformity_pvalue(iv.loc[iv["prior"] == p, "rank_loglik"].to_numpy(),
+        round(rank_uniformity_pvalue(iv.loc[iv["prior"] == p, "rank_loglik"].to_numpy(),
                                             int(iv.loc[iv["prior"] == p, "draws"].iloc[0])), 4)
         if (iv["prior"] == p).sum() >= 20 else np.nan for p in table["prior"]]
     table["max_rhat"] = [round(float(iv.loc[iv["prior"] == p, "max_rhat"].max()), 4)
@@ -88,23 +82,13 @@ def _rank_histogram_axes(ax, prior: str, shares: np.ndarray, expected: np.ndarra
     ax.set_ylabel("share")
 
 
-def _save(fig, path, scale: str) -> None:
-    note = scale_note(scale)
-    if note:
-        fig.suptitle(note, fontsize=9, color="tab:red")
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
                  rng: np.random.Generator, n_valid: int, sensitivity_csv=None,
                  family_figures: dict[str, str] | None = None) -> pd.DataFrame:
     """Table 3 over the valid instances (R̂ ≤ 1.05 rule) and, in ``sensitivity_csv``, over those
     whose BNN R̂ ≤ 1.01; the per-instance CSV keeps dropped ones, flagged; rank histograms
     of all families in one figure and one figure per family."""
-    instances = checks.mark_valid(collect_checks(task_paths)[0], n_valid)
+    instances = mark_valid(collect_checks(task_paths)[0], n_valid)
     table, points = _table3_over(task_paths, instances, "valid", scale, rng)
     for path in (table_csv, instances_csv):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -112,14 +96,14 @@ def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
     instances.to_csv(instances_csv, index=False)
     if sensitivity_csv is not None:
         strict_table = _table3_over(task_paths, instances, "valid_strict", scale, rng)[0]
-        strict_table.insert(1, "restriction", f"BNN max R̂ ≤ {checks.RHAT_STRICT}")
+        strict_table.insert(1, "restriction", f"BNN max R̂ ≤ {RHAT_STRICT}")
         Path(sensitivity_csv).parent.mkdir(parents=True, exist_ok=True)
         strict_table.to_csv(sensitivity_csv, index=False)
     n_inst = {p: int(((instances["prior"] == p) & instances["valid"]).sum()) for p in points}
     fig, axes = plt.subplots(1, len(points), figsize=(4.5 * len(points), 3.2), squeeze=False)
     for ax, (prior, pts) in zip(axes[0], points.items(), strict=True):
         _rank_histogram_axes(ax, prior, pts["rank_hist"], pts["rank_expected"], n_inst[prior])
-    _save(fig, figure_png, scale)
+    save_figure(fig, figure_png, scale)
     for prior, path in (family_figures or {}).items():
         fig, ax = plt.subplots(figsize=(4.5, 3.2))
         if prior in points:
@@ -128,69 +112,5 @@ def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
         else:
             ax.text(0.5, 0.5, f"{prior.upper()}: no valid instance", ha="center", va="center")
             ax.set_axis_off()
-        _save(fig, path, scale)
-    return table
-
-
-def _read_scores(path) -> pd.DataFrame:
-    """One condition's scores; a condition whose cell has no valid seed wrote an empty file."""
-    try:
-        return pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame()
-
-
-def write_scores(score_csvs, instances_csv, table_csv, figure_png, scale: str,
-                 rng: np.random.Generator, sensitivity_csv=None) -> pd.DataFrame:
-    """Mean ρ per method and target over the valid instances (``valid`` in the checks CSV);
-    ``sensitivity_csv``: the same over ``valid_strict`` (BNN R̂ ≤ 1.01)."""
-    from postrisk.scoring import aggregate_scores
-
-    frames = [_read_scores(p) for p in score_csvs]
-    scores = pd.concat([f for f in frames if len(f)], ignore_index=True)
-    keys = ["dataset", "prior", "noise", "coverage", "seed"]
-    valid = pd.read_csv(instances_csv)[[*keys, "valid", "valid_strict"]]
-    scores = scores.merge(valid, on=keys, how="left")
-    if scores["valid"].isna().any():
-        raise ValueError("scores for instances that the checks do not know")
-    if not scores["valid"].astype(bool).all():
-        raise ValueError("scores for instances the checks marked invalid (the seed choice of "
-                         "the fit/score jobs and of the checks disagree)")
-    if sensitivity_csv is not None:
-        strict = aggregate_scores(scores[scores["valid_strict"].astype(bool)]
-                                  .drop(columns=["valid", "valid_strict"]), rng)
-        strict.insert(0, "scale", scale)
-        strict.insert(1, "restriction", f"BNN max R̂ ≤ {checks.RHAT_STRICT}")
-        Path(sensitivity_csv).parent.mkdir(parents=True, exist_ok=True)
-        strict.to_csv(sensitivity_csv, index=False)
-    table = aggregate_scores(scores.drop(columns=["valid", "valid_strict"]), rng)
-    table.insert(0, "scale", scale)
-    Path(table_csv).parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(table_csv, index=False)
-    targets = ["eu_posterior_excess_risk", "eu_posterior_variance", "eu_pointwise_excess_risk",
-               "au"]
-    pivot = table[table["target"].isin(targets)].pivot(index="method", columns="target",
-                                                        values="mean")
-    pivot = pivot.reindex(columns=targets)
-    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(pivot)), 3.6))
-    width = 0.8 / len(targets)
-    for i, target in enumerate(targets):
-        xs = np.arange(len(pivot)) + i * width
-        for x_pos, value in zip(xs, pivot[target], strict=True):
-            if pd.isna(value):  # constant estimate or target: Spearman not applicable
-                ax.text(x_pos, 0.01, "n/a", rotation=90, ha="center", va="bottom", fontsize=6)
-        ax.bar(xs, pivot[target].fillna(0.0), width,
-               label=target.replace("eu_", "EU: ").replace("au", "AU: noise variance", 1)
-               if target == "au" else target.replace("eu_", "EU: ").replace("_", " "))
-    ax.set_xticks(np.arange(len(pivot)) + 0.4 - width / 2, pivot.index, rotation=30, ha="right")
-    ax.set_ylabel("mean Spearman ρ")
-    ax.axhline(0, color="k", lw=0.8)
-    ax.legend(fontsize=7, loc="best")
-    title = "Mean Spearman ρ per method and target"
-    note = scale_note(scale)
-    ax.set_title(title + (f"\n{note}" if note else ""), fontsize=9)
-    fig.tight_layout()
-    Path(figure_png).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(figure_png, dpi=120)
-    plt.close(fig)
+        save_figure(fig, path, scale)
     return table

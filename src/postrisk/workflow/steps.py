@@ -3,38 +3,30 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from postrisk import seeding
+from postrisk.core import seeding
+from postrisk.core.io import open_zarr, write_text_atomic, write_zarr_atomic
 from postrisk.covariates.build import load_covariates
-from postrisk.io import open_zarr, write_zarr_atomic
+from postrisk.grid.seeds import select_valid_seeds, usable_seeds
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
 from postrisk.tasks.store import validate_store
-
-
-def _atomic_text(path: str | Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def fit_prior(dataset: str, prior: str, covariates: str | Path, settings: dict,
               out: str | Path) -> dict:
     """Fix a family's per-dataset parameters (GP: kernel by marginal likelihood, then ``a``)."""
-    from postrisk.priors.family import get_family
+    from postrisk.priors.base import get_family
 
     cov = load_covariates(covariates)
     params = get_family(prior).fit(dataset, cov.x, cov.ds["target"].values, cov.eval_index,
                                    settings, seeding.rng("prior", dataset, prior), print)
     params.update({"dataset": dataset, "prior": prior})
-    _atomic_text(out, json.dumps(params, indent=2) + "\n")
+    write_text_atomic(out, json.dumps(params, indent=2) + "\n")
     return params
 
 
@@ -63,37 +55,27 @@ def make_tasks(samples: Sequence[str | Path], settings: dict,
         make_task(sample, settings, out)
 
 
-def select_seeds(bnn_tasks: Sequence[str | Path], seeds: Sequence[int], n_valid: int,
-                 out: str | Path) -> dict:
-    """A cell's valid seeds: the first ``n_valid`` whose BNN instance has max R̂ ≤ 1.05
-    (App. B.7), the dropped ones, every seed's max R̂, and the stricter R̂ ≤ 1.01 subset.
-    Too few valid seeds among the candidates is an error naming the cell (never a shortfall)."""
-    from postrisk.checks import RHAT_STRICT, RHAT_THRESHOLD, valid_seeds
-
+def select_seeds(bnn_tasks: Sequence[str | Path], n_valid: int, out: str | Path) -> dict:
+    """A cell's seed selection (:func:`postrisk.grid.seeds.select_valid_seeds`) from its BNN
+    task stores, one per candidate seed; too few valid seeds is an error naming the cell."""
     max_rhat, cell = {}, ""
-    for seed, path in zip(seeds, bnn_tasks, strict=True):
+    for path in bnn_tasks:
         ds = validate_store(path, kind="task")
-        max_rhat[int(seed)] = float(ds["rhat"].max())
+        max_rhat[int(ds.attrs["seed"])] = float(ds["rhat"].max())
         cell = "/".join(str(ds.attrs[k]) for k in ("dataset", "noise", "coverage"))
-    valid, dropped = valid_seeds(list(seeds), max_rhat, n_valid, RHAT_THRESHOLD, cell=cell)
-    selection = {"valid": valid, "dropped": dropped, "threshold": RHAT_THRESHOLD,
-                 "valid_strict": [s for s in valid if max_rhat[s] <= RHAT_STRICT],
-                 "strict_threshold": RHAT_STRICT, "max_rhat": max_rhat}
-    print(f"valid seeds {valid}; dropped {dropped} (max R̂ " +
+    selection = select_valid_seeds(max_rhat, n_valid, cell=cell)
+    print(f"valid seeds {selection['valid']}; dropped {selection['dropped']} (max R̂ " +
           ", ".join(f"{s}: {r:.3f}" for s, r in max_rhat.items()) + ")")
-    _atomic_text(out, json.dumps(selection, indent=2) + "\n")
+    write_text_atomic(out, json.dumps(selection, indent=2) + "\n")
     return selection
 
 
-def usable_seeds(seeds: Sequence[int], n_valid: int,
-                 selection: Sequence[str | Path] = ()) -> list[int]:
-    """The seeds a condition's fits and scores use: its cell's valid seeds when a BNN seed file
-    decides (``selection``), else the first ``n_valid`` of ``seeds``."""
-    from postrisk.checks import valid_seeds
-
-    if selection:
-        return [int(s) for s in json.loads(Path(selection[0]).read_text())["valid"]]
-    return valid_seeds(list(seeds), None, n_valid)[0]
+def read_usable_seeds(seeds: Sequence[int], n_valid: int,
+                      selection: Sequence[str | Path] = ()) -> list[int]:
+    """:func:`postrisk.grid.seeds.usable_seeds`, with the cell's seed-selection file (if the
+    BNN R̂ decides) read from ``selection``."""
+    chosen = json.loads(Path(selection[0]).read_text()) if selection else None
+    return usable_seeds(seeds, n_valid, chosen)
 
 
 def condition_config(method: str, settings: dict, sample: str | Path, tuning: dict | None,
@@ -104,15 +86,13 @@ def condition_config(method: str, settings: dict, sample: str | Path, tuning: di
     ``sample`` (run or resumed from ``journal``), the fixed ``settings`` included. Not tuned
     (``tuning`` is None): the method's defaults updated by ``settings``.
     """
+    from postrisk.methods.interface import check_hyperparameters
     from postrisk.methods.registry import get_method
     from postrisk.tuning import TuningResult, tune
 
     if tuning is None:
         cls = get_method(method)
-        unknown = sorted(set(settings or {}) - set(cls.defaults))
-        if unknown:
-            raise ValueError(f"method_settings for {method}: {unknown} are not hyper-parameters "
-                             f"(allowed: {', '.join(sorted(cls.defaults))})")
+        check_hyperparameters(cls, settings or {}, f"method_settings.{method}")
         return TuningResult(method=method, study_name="", n_trials=0,
                             config={**cls.defaults, **(settings or {})}, searched={},
                             best_value=None, best_trial=None,
@@ -134,16 +114,17 @@ def fit_condition(method: str, settings: dict, samples: Sequence[str | Path],
     """Tune (when ``tuning`` is given; on the seed-0 sample, ``samples[0]``) or take the fixed
     ``settings``, record that configuration in ``config_out``, then fit ``method`` on each usable
     seed's training sample (see :func:`usable_seeds`); a failed fit never raises."""
-    from postrisk.methods.base import fit_records_to_dataset, run_fit
+    from postrisk.methods.records import fit_records_to_dataset
+    from postrisk.methods.runner import run_fit
 
     if tuning is not None and journal is None:
         raise ValueError("a tuned condition needs a journal path")
     chosen = condition_config(method, settings, samples[0], tuning, journal or "", condition,
                               n_threads)
     if config_out is not None:
-        _atomic_text(config_out, chosen.to_json())
+        write_text_atomic(config_out, chosen.to_json())
     config = chosen.config
-    use = usable_seeds(seeds, n_valid or len(seeds), selection)
+    use = read_usable_seeds(seeds, n_valid or len(seeds), selection)
     pairs = [(s, p) for s, p in zip(seeds, samples, strict=True) if int(s) in use]
     seeds = [s for s, _ in pairs]
     records = []
@@ -162,11 +143,11 @@ def score_condition_files(tasks: Sequence[str | Path], seeds: Sequence[int],
                           out: str | Path, n_valid: int | None = None,
                           selection: Sequence[str | Path] = ()) -> pd.DataFrame:
     """Score every method and reference row on the condition's usable seeds."""
-    from postrisk.methods.base import fit_records_from_dataset
-    from postrisk.scoring import score_condition
+    from postrisk.evaluation.scoring import score_condition
+    from postrisk.methods.records import fit_records_from_dataset
     from postrisk.tasks.task import Task
 
-    use = usable_seeds(seeds, n_valid or len(seeds), selection)
+    use = read_usable_seeds(seeds, n_valid or len(seeds), selection)
     loaded = {int(s): Task.load(p) for s, p in zip(seeds, tasks, strict=True) if int(s) in use}
     fit_records, fit_seeds = {}, {}
     for method, path in zip(methods, fits, strict=True):
@@ -174,7 +155,7 @@ def score_condition_files(tasks: Sequence[str | Path], seeds: Sequence[int],
         fit_records[method] = fit_records_from_dataset(ds)
         fit_seeds[method] = [int(s) for s in ds["seed"].values]
     frame = score_condition(loaded, fit_records, fit_seeds)
-    _atomic_text(out, frame.to_csv(index=False))
+    write_text_atomic(out, frame.to_csv(index=False))
     return frame
 
 
@@ -183,7 +164,7 @@ def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figur
                   family_figures: Sequence[str] = ()) -> pd.DataFrame:
     """Table 3, its R̂ ≤ 1.01 sensitivity version, the instance list and rank histograms
     (``family_figures``: paths ending in ``_<prior>.png``)."""
-    from postrisk.report import write_checks
+    from postrisk.report.checks import write_checks
 
     figures = {Path(f).stem.rsplit("_", 1)[-1]: str(f) for f in family_figures}
     result = write_checks(tasks, table, instances, figure, scale, np.random.default_rng(0),
@@ -196,7 +177,7 @@ def report_scores(scores: Sequence[str | Path], instances: str, table: str, figu
                   scale: str, sensitivity: str | None = None) -> pd.DataFrame:
     """Mean ρ per method and target over the valid instances; ``sensitivity``: the same over
     those whose BNN R̂ ≤ 1.01."""
-    from postrisk.report import write_scores
+    from postrisk.report.scores import write_scores
 
     result = write_scores(scores, instances, table, figure, scale, np.random.default_rng(0),
                           sensitivity)

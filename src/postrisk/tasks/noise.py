@@ -1,4 +1,4 @@
-"""Aleatoric noise modes (paper App. B.3; SPEC §5). Pure functions.
+"""Aleatoric noise modes (paper App. B.3; docs/design.md, "Noise modes"). Pure functions.
 
 ``σ²_ε(x) = exp(c + s·h̃(z(x)))`` where ``z`` is the PC1 score rank-Gaussianised against the
 evaluation pool (bounded, so far-out training rows cannot explode the noise), ``h`` one of four

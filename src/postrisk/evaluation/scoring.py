@@ -1,18 +1,19 @@
-"""Scoring fits against the oracle and aggregating scores (SPEC §10, §11)."""
+"""Scoring fits against the oracle and aggregating scores (docs/design.md, "Metrics")."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from postrisk.methods.base import FitRecord, Prediction
-from postrisk.methods.reference import (
+from postrisk.evaluation.metrics import EU_TARGETS, mean_applicable, score_instance, spearman
+from postrisk.evaluation.reference_rows import (
     REFERENCE_ROWS,
     constant_au_prediction,
     distance_prediction,
     oracle_prediction,
 )
-from postrisk.metrics import EU_TARGETS, mean_applicable
+from postrisk.methods.interface import Prediction
+from postrisk.methods.records import FitRecord
 from postrisk.tasks.task import Task
 
 SCORE_COLUMNS = ([f"spearman_eu_{t}" for t in EU_TARGETS] + ["spearman_au"]
@@ -20,8 +21,20 @@ SCORE_COLUMNS = ([f"spearman_eu_{t}" for t in EU_TARGETS] + ["spearman_au"]
                  + [f"rho_eu_au_true_{t}" for t in EU_TARGETS])
 
 
+def score_prediction(task: Task, prediction: Prediction) -> dict[str, float | None]:
+    """Every score of one prediction on one task instance: Spearman per EU target and for AU,
+    Δ_ent per target, ρ(ÊU, ÂU) and ρ(EU*, AU*) per target (docs/design.md, "Metrics")."""
+    targets = task.eu_targets(prediction.mean)
+    scores = score_instance(prediction.epistemic_var, prediction.aleatoric_var, targets,
+                            task.noise_var_eval)
+    scores["rho_eu_au_hat"] = spearman(prediction.epistemic_var, prediction.aleatoric_var)
+    for name, target in targets.items():
+        scores[f"rho_eu_au_true_{name}"] = spearman(target, task.noise_var_eval)
+    return scores
+
+
 def reference_predictions(task: Task) -> dict[str, Prediction]:
-    """The reference rows of every table (SPEC §10)."""
+    """The reference rows of every table (docs/design.md, "Methods")."""
     return {
         "oracle": oracle_prediction(task.posterior_mean, task.posterior_var, task.noise_var_eval),
         "distance": distance_prediction(task.x_train, task.y_train, task.x_eval),
@@ -37,7 +50,7 @@ def score_condition(tasks: dict[int, Task], fits: dict[str, list[FitRecord]],
         base = {**task.key, "heteroscedastic": task.heteroscedastic}
         for name, prediction in reference_predictions(task).items():
             rows.append({**base, "method": name, "kind": "reference", "status": "ok",
-                         "error": "", **task.score(prediction)})
+                         "error": "", **score_prediction(task, prediction)})
         for method, records in fits.items():
             record = dict(zip(fit_seeds[method], records, strict=True)).get(seed)
             if record is None:
@@ -46,8 +59,7 @@ def score_condition(tasks: dict[int, Task], fits: dict[str, list[FitRecord]],
                    "error": record.error, "fit_seconds": record.fit_seconds,
                    "predict_seconds": record.predict_seconds}
             if record.status == "ok":
-                row.update(task.score(Prediction(record.mean, record.aleatoric_var,
-                                                 record.epistemic_var)))
+                row.update(score_prediction(task, record.prediction()))
             rows.append(row)
     frame = pd.DataFrame(rows)
     for col in SCORE_COLUMNS:
@@ -58,7 +70,7 @@ def score_condition(tasks: dict[int, Task], fits: dict[str, list[FitRecord]],
 
 def _bootstrap_over_datasets(values: pd.Series, datasets: pd.Series, rng: np.random.Generator,
                              n_boot: int = 1000) -> tuple[float, float]:
-    """Percentile CI of the mean, resampling whole datasets (SPEC §11)."""
+    """Percentile CI of the mean, resampling whole datasets (docs/design.md, "Metrics")."""
     per = values.groupby(datasets).agg(["sum", "count"])
     if len(per) < 2:
         return (np.nan, np.nan)
@@ -72,7 +84,7 @@ def aggregate_scores(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataF
     """Mean Spearman ρ per method and target over instances, with bootstrap CIs over datasets.
 
     Not-applicable values (constant inputs) are left out of every mean and counted. AU metrics
-    and Δ_ent average over the heteroscedastic noise modes only (SPEC §11). Failed fits are
+    and Δ_ent average over the heteroscedastic noise modes only. Failed fits are
     counted per method (``failed_fits``) and left out of the means; a method whose every fit
     failed keeps its rows, with NaN means.
     """
@@ -105,4 +117,4 @@ def aggregate_scores(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataF
 
 
 __all__ = ["REFERENCE_ROWS", "SCORE_COLUMNS", "aggregate_scores",
-           "reference_predictions", "score_condition"]
+           "reference_predictions", "score_condition", "score_prediction"]

@@ -11,14 +11,11 @@ posterior needs it on: one family per process).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-
-from postrisk.covariates.registry import get_dataset
 
 
 @dataclass
@@ -66,7 +63,7 @@ def training_targets(n_train: int, y_train, noise_var_train) -> tuple[np.ndarray
 
 
 class PriorFamily(Protocol):
-    """What a prior family provides (SPEC §4, §7).
+    """What a prior family provides (docs/design.md, "Priors" and "Task instances").
 
     ``fit``: per-dataset parameters fixed before any task (``settings`` = the config section
     ``<family>_prior``; ``x`` all scaled covariate rows, ``target`` the real target, which only
@@ -92,57 +89,9 @@ class PriorFamily(Protocol):
                   settings: dict, progress: Callable[[str], None]) -> PosteriorResult: ...
 
 
-class GaussianProcessFamily:
-    """f ~ GP(0, a²k), k the dataset's Table 4 kernel family fitted to its real target."""
-
-    name = "gp"
-
-    def fit(self, dataset, x, target, eval_index, settings, rng, progress):
-        from postrisk.priors.gp import scale_constant
-        from postrisk.priors.kernels import fit_kernel
-
-        spec = get_dataset(dataset)
-        if spec.kernel is None:
-            raise ValueError(f"{dataset} has no GP kernel family (not a task dataset)")
-        start = time.perf_counter()
-        fit = fit_kernel(spec.kernel, x, target, max_rows=settings["fit_rows"], rng=rng,
-                         max_iter=settings["fit_max_iter"], restarts=settings["fit_restarts"],
-                         progress=progress)
-        a = scale_constant(fit.kernel, x[eval_index], rng, n_draws=settings["scale_draws"])
-        progress(f"[{dataset}/gp] kernel {'+'.join(spec.kernel)} fitted on {fit.n_used} rows "
-                 f"(LML {fit.log_marginal_likelihood:.1f}); scale constant a = {a:.4g}")
-        return {"family": "gp", "kernel": fit.kernel.to_dict(), "a": float(a),
-                "fit": fit.to_dict(), "seconds": time.perf_counter() - start,
-                "fit_rows": settings["fit_rows"], "scale_draws": settings["scale_draws"]}
-
-    def sample(self, params, x, rng, info=None):
-        from postrisk.priors.gp import sample_prior
-        from postrisk.priors.kernels import Kernel
-
-        return sample_prior(Kernel.from_dict(params["kernel"]), params["a"], x, rng, size=1,
-                            info=info)[0]
-
-    def posterior(self, params, x_train, y_train, noise_var_train, x_eval, rng, settings,
-                  progress):
-        from postrisk.priors.gp import posterior_draws
-        from postrisk.priors.kernels import Kernel
-
-        n_draws = settings["draws"]
-        factor: dict = {}
-        draws, mean, var = posterior_draws(Kernel.from_dict(params["kernel"]), params["a"],
-                                           x_train, y_train, noise_var_train,
-                                           np.concatenate([x_eval, x_train]), n_draws, rng,
-                                           info=factor)
-        return PosteriorResult(draws=draws, mean=mean, var=var,
-                               settings={"conditioning": "exact", "draws": int(n_draws),
-                                         "precision": "float64", "backend": "scipy",
-                                         "device_kind": "cpu",
-                                         "covariance_factor": factor})
-
-
 #: family name → "module:class"; imported on first use (keeps bartz and NumPyro out of GP jobs).
 FAMILY_PATHS: dict[str, str] = {
-    "gp": "postrisk.priors.family:GaussianProcessFamily",
+    "gp": "postrisk.priors.gp:GaussianProcessFamily",
     "hbart": "postrisk.priors.hbart:HeteroscedasticBartFamily",
     "bnn": "postrisk.priors.bnn:BayesianNeuralNetworkFamily",
 }

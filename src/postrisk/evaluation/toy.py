@@ -1,4 +1,5 @@
-"""The fixed 1-D toy problem of SPEC §13 and the behaviour measures tests and benchmarks use.
+"""The fixed 1-D toy problem (docs/design.md, "Toy problem") and the behaviour measures tests
+and benchmarks use.
 
 x ∈ R¹; 400 training inputs uniform on [−1, −0.3] ∪ [0.3, 1] (seed 0); f(x) = sin(3x) + 0.5x;
 σ_ε(x) = 0.05 + 0.25·(x + 1)/2 on [−1, 1] (clipped to that interval outside it, where no
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from postrisk.metrics import auroc, spearman
+from postrisk.evaluation.metrics import auroc, spearman
 
 N_TRAIN = 400
 N_GRID = 601
@@ -39,7 +40,7 @@ class ToyProblem:
 
 
 def toy_problem(seed: int = 0) -> ToyProblem:
-    """The SPEC §13 toy (seed 0 is the fixed one): half the inputs on each side of the gap."""
+    """The toy problem (seed 0 is the fixed one): half the inputs on each side of the gap."""
     rng = np.random.default_rng(seed)
     side = rng.integers(0, 2, N_TRAIN)
     u = rng.uniform(0.3, 1.0, N_TRAIN)
@@ -52,7 +53,7 @@ def toy_problem(seed: int = 0) -> ToyProblem:
 
 
 def toy_behaviour(problem: ToyProblem, mean, aleatoric_var, epistemic_var) -> dict:
-    """SPEC §13 measures: Spearman(AU, σ²_ε) on ``in``; EU-AUROC of ``beyond`` vs ``in`` and of
+    """The toy's measures: Spearman(AU, σ²_ε) on ``in``; EU-AUROC of ``beyond`` vs ``in`` and of
     ``gap`` vs ``in``; RMSE of the mean on ``in``. ``None`` where not applicable (constant AU)."""
     inside = problem.region == "in"
     eu = np.asarray(epistemic_var, dtype=np.float64)

@@ -1,0 +1,233 @@
+"""Compare two `results/` trees of the same configuration: are the numbers the same?
+
+    python benchmarks/compare_results.py RESULTS_A RESULTS_B [--tolerance GLOB=RTOL ...]
+                                                             [--rho-tolerance METHOD=ATOL ...]
+
+Used to show that a change of the code (a refactoring, a new library version) leaves the
+workflow's outputs alone, and to measure how far two runs of the same code differ:
+
+* Zarr stores (covariates, samples, tasks, fits): every array bit for bit (NaN equal to NaN),
+  dtype and dimensions included; attributes equal except times, library versions and paths
+  (see ``IGNORED_ATTRS``). ``--tolerance 'fits/*/dkl.zarr=1e-10'`` accepts a relative difference
+  up to RTOL in the arrays of the stores whose path (relative to the results root) matches.
+* CSV tables (scores, checks): equal after dropping timing columns; ``--rho-tolerance dkl=0.01``
+  accepts an absolute difference up to ATOL in the numeric columns of that method's rows.
+* JSON files (prior parameters, tuning results): equal after dropping times.
+
+Prints one line per difference and a summary; exits 1 if anything differs beyond the stated
+tolerances, 0 otherwise. Run-to-run differences of one code version (measure them first) are the
+tolerance to state for the comparison across versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: Attributes and keys that record when, where or with which library versions a file was made.
+IGNORED_ATTRS = ("timings", "library_versions", "created", "created_at", "path", "hostname",
+                 "seconds", "fit_seconds", "predict_seconds", "datetime_start",
+                 "datetime_complete", "posterior_s")
+TIMING_COLUMNS = ("fit_seconds", "predict_seconds", "posterior_s", "seconds")
+TIMING_VARIABLES = ("fit_seconds", "predict_seconds")
+
+
+def _ignored(key: str) -> bool:
+    return key in IGNORED_ATTRS or key.endswith("_seconds") or key.endswith("_s")
+
+
+def _strip(value):
+    """A JSON value without time keys (recursively)."""
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if not _ignored(str(k))}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def _attr_value(value):
+    if isinstance(value, str):
+        try:
+            return _strip(json.loads(value))
+        except (json.JSONDecodeError, ValueError):
+            return value
+    return value
+
+
+def _tolerance(rel: str, rules: list[tuple[str, float]]) -> float:
+    return max([tol for pattern, tol in rules if fnmatch.fnmatch(rel, pattern)], default=0.0)
+
+
+def compare_arrays(a: np.ndarray, b: np.ndarray, rtol: float) -> str | None:
+    """None when equal (within ``rtol`` relative), else a short description."""
+    if a.shape != b.shape:
+        return f"shape {a.shape} vs {b.shape}"
+    if a.dtype != b.dtype:
+        return f"dtype {a.dtype} vs {b.dtype}"
+    if a.dtype.kind not in "fc":
+        return None if np.array_equal(a, b) else "values differ"
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    if same.all():
+        return None
+    diff = np.abs(a - b)
+    scale = np.maximum(np.abs(a), np.abs(b))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(same, 0.0, np.where(scale > 0, diff / scale, np.inf))
+    worst = float(np.nanmax(np.where(np.isnan(rel), np.inf, rel)))
+    if worst <= rtol:
+        return None
+    return (f"{int((~same).sum())} of {a.size} values differ, max relative difference "
+            f"{worst:.3g} (tolerance {rtol:g})")
+
+
+def compare_store(path_a: Path, path_b: Path, rtol: float) -> list[str]:
+    import xarray as xr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = xr.open_zarr(path_a, zarr_format=3, consolidated=False).load()
+        b = xr.open_zarr(path_b, zarr_format=3, consolidated=False).load()
+    problems = []
+    names_a, names_b = set(a.variables), set(b.variables)
+    if names_a != names_b:
+        problems.append(f"variables differ: only in A {sorted(names_a - names_b)}, "
+                        f"only in B {sorted(names_b - names_a)}")
+    for name in sorted(names_a & names_b):
+        if name in TIMING_VARIABLES:
+            continue
+        va, vb = a.variables[name], b.variables[name]
+        if va.dims != vb.dims:
+            problems.append(f"{name}: dims {va.dims} vs {vb.dims}")
+            continue
+        issue = compare_arrays(np.asarray(va.values), np.asarray(vb.values), rtol)
+        if issue:
+            problems.append(f"{name}: {issue}")
+    keys = (set(a.attrs) | set(b.attrs))
+    for key in sorted(k for k in keys if not _ignored(k)):
+        if _attr_value(a.attrs.get(key)) != _attr_value(b.attrs.get(key)):
+            problems.append(f"attribute {key!r}: {str(a.attrs.get(key))[:200]!r} vs "
+                            f"{str(b.attrs.get(key))[:200]!r}")
+    return problems
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+    return frame.drop(columns=[c for c in frame.columns if c in TIMING_COLUMNS])
+
+
+def compare_csv(path_a: Path, path_b: Path, rho_tol: dict[str, float]) -> list[str]:
+    a, b = _read_csv(path_a), _read_csv(path_b)
+    if list(a.columns) != list(b.columns) or a.shape != b.shape:
+        return [f"shape/columns differ: {a.shape} {list(a.columns)} vs {b.shape} "
+                f"{list(b.columns)}"]
+    problems = []
+    for column in a.columns:
+        ca, cb = a[column], b[column]
+        if ca.dtype.kind in "fc" and cb.dtype.kind in "fc":
+            va, vb = ca.to_numpy(float), cb.to_numpy(float)
+            same = (va == vb) | (np.isnan(va) & np.isnan(vb))
+            if same.all():
+                continue
+            tol = np.zeros(len(a))
+            if "method" in a.columns:
+                tol = a["method"].map(rho_tol).fillna(0.0).to_numpy(float)
+            diff = np.where(same, 0.0, np.abs(va - vb))
+            over = ~same & ~(diff <= tol)
+            if over.any():
+                rows = np.flatnonzero(over)
+                where = (a["method"].iloc[rows].unique().tolist() if "method" in a.columns
+                         else rows[:5].tolist())
+                problems.append(f"{column}: {over.sum()} value(s) differ, max |Δ| "
+                                f"{np.nanmax(np.where(over, diff, 0)):.3g} ({where})")
+        elif not ca.equals(cb):
+            problems.append(f"{column}: values differ")
+    return problems
+
+
+def compare_json(path_a: Path, path_b: Path) -> list[str]:
+    a = _strip(json.loads(path_a.read_text()))
+    b = _strip(json.loads(path_b.read_text()))
+    if a == b:
+        return []
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        return [f"keys differ: {keys}"]
+    return ["content differs"]
+
+
+def files(root: Path) -> dict[str, Path]:
+    """Stores, CSV and JSON files under ``root`` by relative path (logs and benchmarks not)."""
+    out = {}
+    for path in root.rglob("*"):
+        rel = path.relative_to(root).as_posix()
+        if rel.split("/")[0] in ("logs", "benchmarks") or any(p.startswith(".") for p in
+                                                              rel.split("/")):
+            continue
+        if path.suffix == ".zarr" and path.is_dir():
+            out[rel] = path
+        elif path.suffix in (".csv", ".json") and ".zarr/" not in rel + "/" and path.is_file():
+            if ".zarr" not in rel:
+                out[rel] = path
+    return out
+
+
+def compare(root_a: Path, root_b: Path, tolerances: list[tuple[str, float]],
+            rho_tol: dict[str, float]) -> tuple[int, list[str]]:
+    fa, fb = files(root_a), files(root_b)
+    lines = []
+    for rel in sorted(set(fa) ^ set(fb)):
+        lines.append(f"{rel}: only in {'A' if rel in fa else 'B'}")
+    checked = 0
+    for rel in sorted(set(fa) & set(fb)):
+        checked += 1
+        if rel.endswith(".zarr"):
+            problems = compare_store(fa[rel], fb[rel], _tolerance(rel, tolerances))
+        elif rel.endswith(".csv"):
+            problems = compare_csv(fa[rel], fb[rel], rho_tol)
+        else:
+            problems = compare_json(fa[rel], fb[rel])
+        lines += [f"{rel}: {p}" for p in problems]
+    return checked, lines
+
+
+def _pairs(values: list[str], kind) -> list[tuple[str, float]]:
+    out = []
+    for value in values:
+        key, _, number = value.rpartition("=")
+        if not key:
+            raise SystemExit(f"expected NAME=NUMBER, got {value!r}")
+        out.append((key, kind(number)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_a", type=Path)
+    parser.add_argument("results_b", type=Path)
+    parser.add_argument("--tolerance", action="append", default=[],
+                        help="GLOB=RTOL: relative tolerance for the arrays of matching stores")
+    parser.add_argument("--rho-tolerance", action="append", default=[],
+                        help="METHOD=ATOL: absolute tolerance in that method's CSV rows")
+    args = parser.parse_args(argv)
+    checked, lines = compare(args.results_a, args.results_b, _pairs(args.tolerance, float),
+                             dict(_pairs(args.rho_tolerance, float)))
+    for line in lines:
+        print(line)
+    print(f"compared {checked} files: "
+          + ("identical within the stated tolerances" if not lines
+             else f"{len(lines)} difference(s)"))
+    return 1 if lines else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""The grid: conditions (dataset, prior, noise, coverage), what is implemented, what is tuned.
+
+A :class:`Condition` knows its cell and the paths of its files (:mod:`postrisk.grid.paths`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from itertools import product
+from typing import NamedTuple
+
+from postrisk.covariates.registry import registry
+from postrisk.grid.paths import path
+
+
+class Condition(NamedTuple):
+    """One condition of the grid; an instance adds a seed."""
+
+    dataset: str
+    prior: str
+    noise: str
+    coverage: str
+
+    @property
+    def cell(self) -> tuple[str, str, str]:
+        """(dataset, noise, coverage): the instances of the three families that share seeds."""
+        return self.dataset, self.noise, self.coverage
+
+    def path(self, kind: str, **keys: object) -> str:
+        """The path of this condition's file of ``kind`` (``seed=``, ``method=`` as needed)."""
+        return path(kind, **self._asdict(), **keys)
+
+
+def covariate_datasets(cfg: Mapping) -> list[str]:
+    """Datasets whose covariate store the workflow builds (tasks first, then OOD-only)."""
+    names = list(cfg["datasets"]) + [n for n in cfg.get("ood_datasets", [])
+                                     if n not in cfg["datasets"]]
+    for name in list(names):
+        ref = registry()[name].scaling_reference
+        if ref and ref not in names:
+            names.append(ref)
+    return names
+
+
+def training_size(dataset: str, n_cap: int | None) -> int:
+    """Table 4's n for ``dataset``, capped by ``sizes.n_cap`` when a preset sets one."""
+    n = registry()[dataset].n
+    if n is None:
+        raise ValueError(f"{dataset} is not a task dataset")
+    return min(n, n_cap) if n_cap else n
+
+
+def conditions(cfg: Mapping) -> Iterator[Condition]:
+    """(dataset, prior, noise, coverage) of the grid; ``prior_grid`` narrows a family's axes
+    (presets: e.g. the MCMC families on a subset of the demo's cells)."""
+    narrow = cfg.get("prior_grid", {})
+    for dataset, prior, noise, coverage in product(cfg["datasets"], cfg["priors"],
+                                                   cfg["noise_modes"], cfg["coverages"]):
+        grid = narrow.get(prior, {})
+        if all(value in grid.get(axis, [value]) for axis, value in
+               (("datasets", dataset), ("noise_modes", noise), ("coverages", coverage))):
+            yield Condition(dataset, prior, noise, coverage)
+
+
+def implemented_priors(cfg: Mapping) -> list[str]:
+    """The configured prior families the workflow can build today."""
+    import importlib.util
+
+    from postrisk.priors.base import FAMILY_PATHS
+
+    available = {name for name, location in FAMILY_PATHS.items()
+                 if importlib.util.find_spec(location.split(":")[0]) is not None}
+    return [p for p in cfg["priors"] if p in available]
+
+
+def implemented_methods(cfg: Mapping) -> list[str]:
+    """The configured methods the workflow can fit today."""
+    from postrisk.methods.registry import METHOD_PATHS
+
+    return [m for m in cfg.get("methods", []) if m in METHOD_PATHS]
+
+
+def tuned_methods(cfg: Mapping) -> list[str]:
+    """Implemented methods that get a tuning sweep (``tuning.methods``; null: all of them)."""
+    chosen = cfg.get("tuning", {}).get("methods")
+    methods = implemented_methods(cfg)
+    return methods if chosen is None else [m for m in methods if m in chosen]
+
+
+def is_tuned(cfg: Mapping, method: str, condition: tuple[str, str, str, str]) -> bool:
+    """Whether (method, condition) gets a sweep: a tuned method on a condition inside
+    ``tuning.grid`` (presets narrow it; the paper tunes every condition)."""
+    if method not in tuned_methods(cfg):
+        return False
+    grid = cfg.get("tuning", {}).get("grid", {})
+    keys = ("datasets", "priors", "noise_modes", "coverages")
+    return all(value in grid.get(key, [value]) for key, value in zip(keys, condition,
+                                                                       strict=True))
+
+
+def implemented_conditions(cfg: Mapping) -> list[Condition]:
+    """The conditions of ``cfg`` whose prior family is implemented."""
+    priors = implemented_priors(cfg)
+    return [c for c in conditions(cfg) if c[1] in priors]

@@ -1,0 +1,46 @@
+"""Where every output of the workflow lives: one template per kind of file.
+
+The workflow's rules, the command line and the tests build paths from these templates and
+nowhere else. A template's fields are the keys of what the file holds: ``{dataset}``,
+``{prior}``, ``{noise}``, ``{coverage}``, ``{seed}``, ``{method}``. Formatting a template with a
+field's own wildcard text (``dataset="{dataset}"``) leaves that wildcard for Snakemake.
+"""
+
+from __future__ import annotations
+
+RESULTS = "results"
+
+TEMPLATES: dict[str, str] = {
+    "covariates": "covariates/{dataset}.zarr",
+    "prior": "priors/{dataset}/{prior}.json",
+    "sample": "samples/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr",
+    "task": "tasks/{dataset}/{prior}/{noise}/{coverage}/{seed}.zarr",
+    "seed_selection": "checks/seeds/{dataset}/{noise}/{coverage}.json",
+    "fit": "fits/{dataset}/{prior}/{noise}/{coverage}/{method}.zarr",
+    "tuning_result": "tuning/{dataset}/{prior}/{noise}/{coverage}/{method}.json",
+    "tuning_journal": "tuning/journals/{dataset}/{prior}/{noise}/{coverage}/{method}.log",
+    "scores": "scores/{dataset}/{prior}/{noise}/{coverage}.csv",
+    "table3": "checks/table3.csv",
+    "table3_rhat101": "checks/table3_rhat101.csv",
+    "instances": "checks/instances.csv",
+    "rank_histograms": "figures/rank_histograms.png",
+    "rank_histogram_family": "figures/rank_histograms_{prior}.png",
+    "score_table": "tables/scores.csv",
+    "score_table_rhat101": "tables/scores_rhat101.csv",
+    "score_figure": "figures/scores.png",
+}
+
+#: Every key a template may use, each matching itself as a Snakemake wildcard.
+WILDCARDS = {key: "{" + key + "}" for key in
+             ("dataset", "prior", "noise", "coverage", "seed", "method")}
+
+
+def path(kind: str, root: str = RESULTS, **keys: object) -> str:
+    """The path of one file of ``kind``; ``keys`` fill the template's fields.
+
+    A field left out keeps its Snakemake wildcard (``path("sample", prior="gp")`` is the
+    pattern of every GP sample store).
+    """
+    if kind not in TEMPLATES:
+        raise KeyError(f"unknown output kind {kind!r}; known: {', '.join(TEMPLATES)}")
+    return f"{root}/" + TEMPLATES[kind].format(**{**WILDCARDS, **keys})

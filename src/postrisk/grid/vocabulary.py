@@ -1,0 +1,22 @@
+"""The grid's vocabulary: the names a configuration may use on each axis.
+
+Each list is read from the registry that defines the thing named, so a new prior family, noise
+mode, coverage scenario or method is added in one place and the configuration schema, the
+workflow's wildcard constraints and the plan follow.
+"""
+
+from __future__ import annotations
+
+from postrisk.methods.registry import METHOD_NAMES
+from postrisk.priors.base import FAMILY_PATHS
+from postrisk.tasks.coverage import SCENARIOS
+from postrisk.tasks.noise import SHAPES
+
+#: Prior families over functions (``postrisk.priors``).
+PRIORS: tuple[str, ...] = tuple(FAMILY_PATHS)
+#: Noise modes (``postrisk.tasks.noise``).
+NOISE_MODES: tuple[str, ...] = tuple(SHAPES)
+#: Training-sample coverage scenarios (``postrisk.tasks.coverage``).
+COVERAGES: tuple[str, ...] = tuple(SCENARIOS)
+#: The paper's 19 methods (``postrisk.methods.registry``); implemented ones have a class.
+METHODS: tuple[str, ...] = tuple(METHOD_NAMES)

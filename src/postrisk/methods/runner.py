@@ -1,0 +1,125 @@
+"""The guarded fit: the only way the workflow fits a method.
+
+:func:`run_fit` times both phases, validates the output and never raises — any exception or
+invalid output becomes a :class:`~postrisk.methods.records.FitRecord` with status ``"failed"``
+and NaN-filled arrays, so a failed fit never stops the workflow.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from postrisk.core.threads import thread_limit
+from postrisk.methods.interface import PREDICTION_FIELDS, Prediction, UncertaintyMethod
+from postrisk.methods.records import STATUS_FAILED, STATUS_OK, FitRecord
+from postrisk.methods.registry import get_method
+
+
+def resolve_method(method_cls_or_name: type[UncertaintyMethod] | str) -> type[UncertaintyMethod]:
+    """The method class of a registry name, or the class itself."""
+    if isinstance(method_cls_or_name, str):
+        return get_method(method_cls_or_name)
+    if isinstance(method_cls_or_name, type) and issubclass(method_cls_or_name, UncertaintyMethod):
+        return method_cls_or_name
+    raise TypeError(f"expected an UncertaintyMethod subclass or a registry name, got "
+                    f"{method_cls_or_name!r}")
+
+
+def _method_label(method_cls_or_name: Any) -> str:
+    if isinstance(method_cls_or_name, str):
+        return method_cls_or_name
+    return str(getattr(method_cls_or_name, "name", getattr(method_cls_or_name, "__name__", "?")))
+
+
+def check_prediction(pred: Any, m: int) -> tuple[Prediction | None, str]:
+    """Validate a method's output for m evaluation points.
+
+    Returns ``(prediction, "")`` when valid, else ``(None, reason)``. Checks: a
+    :class:`Prediction` (or a 3-tuple mean, AU, EU); each array numeric of shape (m,); every value
+    finite; both variances ≥ 0.
+    """
+    if isinstance(pred, tuple) and len(pred) == 3:
+        try:
+            pred = Prediction(*pred)
+        except (TypeError, ValueError) as exc:
+            return None, f"output is not numeric: {type(exc).__name__}: {exc}"
+    if not isinstance(pred, Prediction):
+        return None, (f"predict returned {type(pred).__name__}, expected Prediction "
+                      "(mean, aleatoric_var, epistemic_var)")
+    for key in PREDICTION_FIELDS:
+        arr = getattr(pred, key)
+        if arr.shape != (m,):
+            return None, f"{key} has shape {arr.shape}, expected ({m},)"
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            return None, f"{key} has {int(bad.sum())} non-finite value(s) (NaN or inf)"
+    for key in ("aleatoric_var", "epistemic_var"):
+        arr = getattr(pred, key)
+        neg = arr < 0
+        if neg.any():
+            return None, (f"{key} has {int(neg.sum())} negative value(s) "
+                          f"(min {float(arr.min()):.6g})")
+    return pred, ""
+
+
+def _failed(label: str, m: int, config: dict, error: str, fit_s: float,
+            predict_s: float) -> FitRecord:
+    nan = np.full(m, np.nan)
+    return FitRecord(method=label, status=STATUS_FAILED, mean=nan, aleatoric_var=nan.copy(),
+                     epistemic_var=nan.copy(), fit_seconds=fit_s, predict_seconds=predict_s,
+                     config=config, error=error)
+
+
+def run_fit(method_cls_or_name: type[UncertaintyMethod] | str, config: dict, x_train, y_train,
+            x_eval, *, random_state: int, n_threads: int = 1) -> FitRecord:
+    """Construct, fit and predict one method; never raises (docs/design.md, "Methods").
+
+    The method is built as ``cls(random_state=..., n_threads=..., **config)``, fitted on
+    (``x_train``, ``y_train``) and asked to predict at ``x_eval`` (m rows), with BLAS/OpenMP
+    pools limited to ``n_threads``. Both phases are timed (``time.perf_counter``). The output is
+    validated by :func:`check_prediction`. Any exception (construction, fit, predict) or
+    invalid output yields status ``"failed"`` with the error text and NaN-filled arrays. The
+    record's ``config`` is the method's full resolved hyper-parameters (defaults included), or
+    the given ``config`` when construction failed.
+    """
+    label = _method_label(method_cls_or_name)
+    config = dict(config or {})
+    try:
+        m = int(np.shape(x_eval)[0])
+    except Exception:  # noqa: BLE001 - never raise
+        m = 0
+    fit_s = predict_s = math.nan
+    phase = "construction"
+    try:
+        cls = resolve_method(method_cls_or_name)
+        label = cls.name
+        method = cls(random_state=random_state, n_threads=n_threads, **config)
+        config = method.get_params()
+        with thread_limit(n_threads):
+            phase = "fit"
+            t0 = time.perf_counter()
+            try:
+                method.fit(x_train, y_train)
+            finally:
+                fit_s = time.perf_counter() - t0
+            phase = "predict"
+            t0 = time.perf_counter()
+            try:
+                raw = method.predict(x_eval)
+            finally:
+                predict_s = time.perf_counter() - t0
+        phase = "output check"
+        pred, reason = check_prediction(raw, m)
+    except Exception as exc:  # noqa: BLE001 - a failed fit never stops the workflow
+        return _failed(label, m, config, f"{phase} raised {type(exc).__name__}: {exc}",
+                       fit_s, predict_s)
+    if pred is None:
+        return _failed(label, m, config, f"invalid output: {reason}", fit_s, predict_s)
+    return FitRecord(method=label, status=STATUS_OK, mean=pred.mean.copy(),
+                     aleatoric_var=pred.aleatoric_var.copy(),
+                     epistemic_var=pred.epistemic_var.copy(), fit_seconds=fit_s,
+                     predict_seconds=predict_s, config=config, error="")

@@ -1,0 +1,23 @@
+"""What every figure and table of a run shares: the note on runs below the paper's scale."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+DEMO_NOTE = "{scale} scale — not comparable to the paper"
+
+
+def scale_note(scale: str) -> str:
+    return "" if scale == "paper" else DEMO_NOTE.format(scale=scale)
+
+
+def save_figure(fig, path, scale: str) -> None:
+    note = scale_note(scale)
+    if note:
+        fig.suptitle(note, fontsize=9, color="tab:red")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
