@@ -122,3 +122,30 @@ def test_posterior_settings_are_validated_per_family(paper):
         validate_config(bad)
     with pytest.raises(ConfigError, match="posterior.hbart"):
         validate_config(dict(paper, posterior={**paper["posterior"], "hbart": {"chains": 4}}))
+
+
+def test_paths_come_from_one_template_per_kind():
+    from postrisk.grid import Condition, path
+
+    cond = Condition("concrete", "gp", "bump", "ood")
+    assert cond.path("task", seed=3) == "results/tasks/concrete/gp/bump/ood/3.zarr"
+    assert cond.path("fit", method="dkl") == "results/fits/concrete/gp/bump/ood/dkl.zarr"
+    assert cond.cell == ("concrete", "bump", "ood")
+    # a field left out keeps its Snakemake wildcard; another root moves everything
+    assert path("sample", prior="gp") == \
+        "results/samples/{dataset}/gp/{noise}/{coverage}/{seed}.zarr"
+    assert path("covariates", "elsewhere", dataset="wine") == "elsewhere/covariates/wine.zarr"
+    with pytest.raises(KeyError, match="unknown output kind"):
+        path("nope")
+
+
+def test_seed_policy_per_condition(paper):
+    from postrisk.grid import SeedPolicy, condition_seeds
+
+    policy = SeedPolicy(paper)
+    assert policy.task_seeds == list(range(paper["seeds"]["candidates"]))
+    with_bnn = ("concrete", "gp", "bump", "ood")
+    assert policy.bnn_decides(with_bnn) and condition_seeds(paper, with_bnn) == policy.task_seeds
+    no_bnn = validate_config(dict(paper, priors=["gp", "hbart"]))
+    assert not SeedPolicy(no_bnn).bnn_decides(with_bnn)
+    assert condition_seeds(no_bnn, with_bnn) == list(range(paper["seeds"]["valid_per_cell"]))
