@@ -40,7 +40,8 @@ TIMING_VARIABLES = ("fit_seconds", "predict_seconds")
 
 
 def _ignored(key: str) -> bool:
-    return key in IGNORED_ATTRS or key.endswith("_seconds") or key.endswith("_s")
+    """Times (``seconds``, ``seconds_*``, ``*_seconds``, ``*_s``), versions, paths."""
+    return (key in IGNORED_ATTRS or "seconds" in key or key.endswith("_s"))
 
 
 def _strip(value):

@@ -55,7 +55,7 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     f_eval, f_train = f_true[:n_eval], f_true[n_eval:]
     y_train = f_train + np.sqrt(noise_var_train) * rng["noise"].standard_normal(n)
     seconds = time.perf_counter() - start
-    progress(f"[{key.path}] sample: n = {n}, n_eval = {n_eval}, "
+    progress(f"[{key.label}] sample: n = {n}, n_eval = {n_eval}, "
              f"mean σ²_ε(eval) = {noise_var_eval.mean():.4f}, SD f*(eval) = {f_eval.std():.3f}")
     features = ds["feature"].values
     return xr.Dataset(
@@ -116,7 +116,7 @@ def build_task(sample: xr.Dataset, settings: dict,
     checks = instance_point_checks(draws_eval, sample["f_true_eval"].values, result.chains)
     seconds = time.perf_counter() - start
     rhat = f"; max R̂ {checks['rhat'].max():.3f}" if "rhat" in checks else ""
-    progress(f"[{key.path}] posterior ({key.prior}): {n_draws} draws in {seconds:.1f} s{rhat}; "
+    progress(f"[{key.label}] posterior ({key.prior}): {n_draws} draws in {seconds:.1f} s{rhat}; "
              f"90% coverage {checks['covered90'].mean():.3f}; "
              f"corr(m, f*) {np.corrcoef(mean, sample['f_true_eval'].values)[0, 1]:.3f}")
     timings = {**json.loads(sample.attrs["timings"]), "posterior_s": round(seconds, 3)}

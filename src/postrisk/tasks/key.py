@@ -23,8 +23,10 @@ class TaskKey:
     seed: int
 
     @property
-    def path(self) -> str:
-        return f"{self.dataset}/{self.prior}/{self.noise}/{self.coverage}/{self.seed}"
+    def label(self) -> str:
+        """``dataset/prior/noise/coverage/seed``, for progress messages (where an instance's
+        files live is ``postrisk.grid.paths``)."""
+        return "/".join(str(v) for v in astuple(self))
 
     def streams(self) -> dict[str, np.random.Generator]:
         """Independent generators for training inputs, ground truth, noise and the sampler,
