@@ -100,7 +100,7 @@ else:
                 covariates=covariate_store_of,
                 prior=path("prior", prior=_prior),
             output:
-                [directory(p) for p in batch_paths("samples", "{dataset}", _prior)],
+                [directory(p) for p in batch_paths("sample", "{dataset}", _prior)],
             params:
                 prior=_prior,
                 instances=batch_instances(_prior),
@@ -120,9 +120,9 @@ else:
             name:
                 f"posterior_batch_{_prior}"
             input:
-                lambda w, prior=_prior: batch_paths("samples", w.dataset, prior),
+                lambda w, prior=_prior: batch_paths("sample", w.dataset, prior),
             output:
-                [directory(p) for p in batch_paths("tasks", "{dataset}", _prior)],
+                [directory(p) for p in batch_paths("task", "{dataset}", _prior)],
             params:
                 settings=config["posterior"][_prior],
             log:
