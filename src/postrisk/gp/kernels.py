@@ -8,7 +8,7 @@ dataset's kernel is a weighted sum of components named as in
     k(x, x') = Σ_c w_c k_c(x, x'),   w_c > 0,  Σ_c w_c = 1   (relative component variances)
 
 The overall amplitude is not part of the kernel: the prior covariance is ``a²·k`` with the scale
-constant ``a`` of :func:`postrisk.gp.exact.scale_constant`.
+constant ``a`` of :func:`postrisk.priors.gp.scale_constant`.
 
 Components and their natural-space parameters (``Kernel.params[component]``):
 
