@@ -33,12 +33,29 @@ def test_dry_run_of_full_config_plans_the_whole_grid(tmp_path):
     assert counts["sample"] == 3 * per_family
     assert counts["posterior_exact"] == per_family and counts["posterior_mcmc"] == 2 * per_family
     assert counts["valid_seeds"] == cells
-    methods = 5  # implemented so far: blr, gp, vlgp, dkl, sngp_het (each job tunes, then fits)
+    from postrisk.methods.registry import METHOD_PATHS
+
+    methods = len(METHOD_PATHS)  # every implemented method (each job tunes, then fits)
     assert counts["fit"] == methods * 3 * cells and counts["score"] == 3 * cells
     assert "tune" not in counts
     assert counts["checks"] == 1 and counts["aggregate_scores"] == 1
     for name in ("abalone", "sarcos", "white_wine", "red_wine"):
         assert f"results/covariates/{name}.zarr" in run.stdout
+
+
+def test_dry_run_of_the_demo_preset_plans_its_batched_jobs(tmp_path):
+    """The demo's batched rules (one job per dataset and family, one fit job per method) plan:
+    their outputs are built from the same path templates as the per-instance rules."""
+    from postrisk.grid import implemented_methods, load_config
+
+    run = snakemake(tmp_path, "-n", "--configfile", str(REPO / "presets/demo.yaml"))
+    assert run.returncode == 0, run.stderr
+    counts = job_counts(run.stdout)
+    demo = load_config(REPO / "config.yaml", REPO / "presets/demo.yaml")
+    assert counts["fit_batch"] == len(implemented_methods(demo))
+    assert counts["sample_batch_gp"] == counts["posterior_batch_gp"] == len(demo["datasets"])
+    assert "sample" not in counts and "fit" not in counts
+    assert "results/tasks/concrete/bnn/bump/ood/0.zarr" in run.stdout
 
 
 def test_plain_local_run_of_full_grid_stops_with_plan(tmp_path):
