@@ -94,14 +94,13 @@ def condition_seeds(wildcards):
 def seed_selection(wildcards):
     """The cell's valid-seed file when its BNN instances decide validity; else nothing."""
     if SEED_POLICY.bnn_decides(condition_of(wildcards)):
-        return [path("seed_selection", dataset=wildcards.dataset, noise=wildcards.noise,
-                     coverage=wildcards.coverage)]
+        return [condition_of(wildcards).path("seed_selection")]
     return []
 
 
 def cell_bnn_tasks(wildcards):
-    return [path("task", dataset=wildcards.dataset, prior="bnn", noise=wildcards.noise,
-                 coverage=wildcards.coverage, seed=s) for s in TASK_SEEDS]
+    bnn = Condition(wildcards.dataset, "bnn", wildcards.noise, wildcards.coverage)
+    return [bnn.path("task", seed=s) for s in TASK_SEEDS]
 
 
 def condition_samples(wildcards):

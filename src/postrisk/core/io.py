@@ -30,22 +30,21 @@ TRACKED_PACKAGES = ("postrisk", "numpy", "scipy", "pandas", "xarray", "zarr", "j
                     "bartz")
 
 
+def installed_version(package: str, missing: str = "not installed") -> str:
+    """The installed version of ``package``, or ``missing``."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return missing
+
+
 def package_version() -> str:
     """postrisk's installed version ("0.0.0+unknown" when run from a source tree)."""
-    try:
-        return metadata.version("postrisk")
-    except metadata.PackageNotFoundError:
-        return "0.0.0+unknown"
+    return installed_version("postrisk", "0.0.0+unknown")
 
 
 def library_versions() -> dict[str, str]:
-    versions = {}
-    for name in TRACKED_PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
+    return {name: installed_version(name) for name in TRACKED_PACKAGES}
 
 
 def _default_encoding(ds: xr.Dataset) -> dict:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from postrisk.grid.conditions import Condition, implemented_conditions, implemented_priors
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -60,7 +62,15 @@ def valid_seeds(candidates: list[int], max_rhat: dict[int, float] | None, n_vali
     return valid, dropped
 
 
+#: The columns that name a cell (:attr:`postrisk.grid.conditions.Condition.cell`).
 CELL = ["dataset", "noise", "coverage"]
+
+
+def strict_seeds(valid: Sequence[int], max_rhat: Mapping[int, float] | None,
+                 strict: float = RHAT_STRICT) -> list[int]:
+    """The valid seeds of the sensitivity analysis: those whose BNN max R̂ ≤ ``strict`` (all of
+    them when no BNN decides)."""
+    return [s for s in valid if max_rhat is None or max_rhat[s] <= strict]
 
 
 def mark_valid(instances: pd.DataFrame, n_valid: int, threshold: float = RHAT_THRESHOLD,
@@ -78,7 +88,7 @@ def mark_valid(instances: pd.DataFrame, n_valid: int, threshold: float = RHAT_TH
         label = "/".join(str(v) for v in cell[CELL].iloc[0])
         keep, _ = valid_seeds(sorted(cell["seed"].unique().tolist()), max_rhat, n_valid,
                               threshold, cell=label)
-        keep_strict = [s for s in keep if max_rhat is None or max_rhat[s] <= strict]
+        keep_strict = strict_seeds(keep, max_rhat, strict)
         out.loc[cell.index[cell["seed"].isin(keep)], "valid"] = True
         out.loc[cell.index[cell["seed"].isin(keep_strict)], "valid_strict"] = True
     return out
@@ -87,8 +97,6 @@ def mark_valid(instances: pd.DataFrame, n_valid: int, threshold: float = RHAT_TH
 def task_seeds(cfg: Mapping) -> list[int]:
     """Seeds whose task stores are built for every condition: every candidate when BNN is in
     the grid (its R̂ decides validity at run time), else the first ``valid_per_cell``."""
-    from postrisk.grid.conditions import implemented_priors
-
     seeds = cfg["seeds"]
     n = seeds["candidates"] if "bnn" in implemented_priors(cfg) else seeds["valid_per_cell"]
     return list(range(n))
@@ -99,18 +107,14 @@ class SeedPolicy:
     condition, and per condition whether the BNN R̂ decides and which seeds its fits may use."""
 
     def __init__(self, cfg: Mapping) -> None:
-        from postrisk.grid.conditions import implemented_conditions
-
         self.n_valid = int(cfg["seeds"]["valid_per_cell"])
         self.task_seeds = task_seeds(cfg)
-        self.bnn_cells = {(c.dataset, c.noise, c.coverage) for c in implemented_conditions(cfg)
-                          if c.prior == "bnn"}
+        self.bnn_cells = {c.cell for c in implemented_conditions(cfg) if c.prior == "bnn"}
 
     def bnn_decides(self, condition: Sequence[str]) -> bool:
         """Whether the condition's cell has BNN instances, whose R̂ decides which seeds are
         valid."""
-        dataset, _, noise, coverage = condition
-        return (dataset, noise, coverage) in self.bnn_cells
+        return Condition(*condition).cell in self.bnn_cells
 
     def condition_seeds(self, condition: Sequence[str]) -> list[int]:
         """Seeds a condition's fits may use: every built seed where the BNN R̂ decides at run
@@ -142,5 +146,5 @@ def select_valid_seeds(max_rhat: Mapping[int, float], n_valid: int, cell: str = 
     max_rhat = {int(s): float(r) for s, r in max_rhat.items()}
     valid, dropped = valid_seeds(sorted(max_rhat), max_rhat, n_valid, RHAT_THRESHOLD, cell=cell)
     return {"valid": valid, "dropped": dropped, "threshold": RHAT_THRESHOLD,
-            "valid_strict": [s for s in valid if max_rhat[s] <= RHAT_STRICT],
+            "valid_strict": strict_seeds(valid, max_rhat),
             "strict_threshold": RHAT_STRICT, "max_rhat": max_rhat}
