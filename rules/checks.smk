@@ -16,7 +16,10 @@ rule valid_seeds:
     benchmark:
         "results/benchmarks/checks/seeds_{dataset}_{noise}_{coverage}.tsv"
     conda:
-        "../workflow/envs/core.yaml"
+        env("core")
+    threads: threads_of(SIMPLE["valid_seeds"])
+    resources:
+        **resources_of(SIMPLE["valid_seeds"]),
     script:
         "../scripts/valid_seeds.py"
 
@@ -38,6 +41,9 @@ rule checks:
     benchmark:
         "results/benchmarks/checks/checks.tsv"
     conda:
-        "../workflow/envs/core.yaml"
+        env("core")
+    threads: threads_of(SIMPLE["checks"])
+    resources:
+        **resources_of(SIMPLE["checks"]),
     script:
         "../scripts/checks.py"

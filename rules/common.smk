@@ -38,6 +38,11 @@ IMPLEMENTED_METHODS = grid.implemented_methods(config)
 CONDITIONS = grid.implemented_conditions(config)
 SEED_POLICY = grid.SeedPolicy(config)
 TASK_SEEDS = SEED_POLICY.task_seeds
+# Every rule's jobs, their units and resources (postrisk.grid.jobs): the stages that batch units
+# get one rule per output shape; the others one rule each.
+RULES = grid.workflow_rules(config)
+GROUPED = {stage: RULES[stage] for stage in grid.jobs.UNIT_KEYS}
+SIMPLE = {stage: rules[0] for stage, rules in RULES.items() if stage not in GROUPED}
 
 
 wildcard_constraints:
@@ -47,6 +52,24 @@ wildcard_constraints:
     coverage="|".join(grid.COVERAGES),
     seed=r"\d+",
     method="|".join(grid.METHODS),
+
+
+def env(family):
+    """A job environment (workflow/envs/<family>.yaml, generated from uv.lock)."""
+    return f"../workflow/envs/{family}.yaml"
+
+
+def threads_of(rule):
+    """A rule's `threads:`: its job's, from the cost model."""
+    return lambda wildcards: rule.job(wildcards).resources.threads
+
+
+def resources_of(rule):
+    """A rule's `resources:` (runtime in minutes, mem_mb, gpu): its job's, from the cost model
+    and the family's or method's accelerator declaration."""
+    return {"runtime": lambda wildcards: rule.job(wildcards).resources.runtime,
+            "mem_mb": lambda wildcards: rule.job(wildcards).resources.mem_mb,
+            "gpu": lambda wildcards: rule.job(wildcards).resources.gpu}
 
 
 def condition_of(wildcards):
@@ -65,25 +88,14 @@ def posterior_settings(wildcards):
     return config["posterior"][wildcards.prior]
 
 
-def batch_instances(prior):
-    """(noise, coverage, seed) of every instance of a batch of `prior`, in batch order."""
-    cells = sorted({(c.noise, c.coverage) for c in CONDITIONS if c.prior == prior})
-    return [[n, c, s] for n, c in cells for s in TASK_SEEDS]
+def condition_tasks(wildcards):
+    condition = condition_of(wildcards)
+    return [condition.path("task", seed=s) for s in SEED_POLICY.condition_seeds(condition)]
 
 
-def batch_paths(kind, dataset, prior):
-    """Sample or task stores of every instance of (dataset, prior): one batch job's outputs."""
-    return [path(kind, dataset=dataset, prior=prior, noise=n, coverage=c, seed=s)
-            for n, c, s in batch_instances(prior)]
-
-
-def sample_digest(prior):
-    """Digest of the config sections that determine a sample store of `prior`."""
-    return grid.config_digest(config, prior)
-
-
-def training_size_of(wildcards):
-    return grid.training_size(wildcards.dataset, config["sizes"].get("n_cap"))
+def condition_fits(wildcards):
+    condition = condition_of(wildcards)
+    return [condition.path("fit", method=m) for m in IMPLEMENTED_METHODS]
 
 
 def condition_seeds(wildcards):
@@ -101,58 +113,6 @@ def seed_selection(wildcards):
 def cell_bnn_tasks(wildcards):
     bnn = Condition(wildcards.dataset, "bnn", wildcards.noise, wildcards.coverage)
     return [bnn.path("task", seed=s) for s in TASK_SEEDS]
-
-
-def condition_samples(wildcards):
-    condition = condition_of(wildcards)
-    return [condition.path("sample", seed=s) for s in condition_seeds(wildcards)]
-
-
-def condition_tasks(wildcards):
-    condition = condition_of(wildcards)
-    return [condition.path("task", seed=s) for s in condition_seeds(wildcards)]
-
-
-def condition_fits(wildcards):
-    condition = condition_of(wildcards)
-    return [condition.path("fit", method=m) for m in IMPLEMENTED_METHODS]
-
-
-def method_settings(wildcards):
-    return config.get("method_settings", {}).get(wildcards.method, {})
-
-
-def tuning_journal(wildcards):
-    return condition_of(wildcards).path("tuning_journal", method=wildcards.method)
-
-
-def tuning_settings(wildcards):
-    """The sweep settings when (method, condition) is tuned; None: fixed settings/defaults."""
-    if grid.is_tuned(config, wildcards.method, condition_of(wildcards)):
-        return config["tuning"]
-    return None
-
-
-def fit_batch_jobs(method):
-    """Per-condition arguments of a batched fit (`fit_batch: true`): one entry per condition,
-    in the order of CONDITIONS."""
-    from types import SimpleNamespace
-
-    jobs = []
-    for condition in CONDITIONS:
-        w = SimpleNamespace(**condition._asdict(), method=method)
-        jobs.append({"samples": condition_samples(w), "seeds": condition_seeds(w),
-                     "selection": seed_selection(w), "settings": method_settings(w),
-                     "tuning": tuning_settings(w), "journal": tuning_journal(w),
-                     "condition": list(condition),
-                     "fits": condition.path("fit", method=method),
-                     "config": condition.path("tuning_result", method=method)})
-    return jobs
-
-
-def fit_batch_inputs(method):
-    return sorted({p for job in fit_batch_jobs(method)
-                   for key in ("samples", "selection") for p in job[key]})
 
 
 def all_task_stores(wildcards=None):

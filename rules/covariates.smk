@@ -1,5 +1,5 @@
 # Covariates (docs/design.md, "Covariates"): fetch, clean, scale, split, shells, PC1 — one
-# store per dataset.
+# store per dataset. Both rules download, so they run on the submit host (localrule).
 
 
 rule covariates:
@@ -16,7 +16,10 @@ rule covariates:
     benchmark:
         "results/benchmarks/covariates/{dataset}.tsv"
     conda:
-        "../workflow/envs/core.yaml"
+        env("core")
+    threads: threads_of(SIMPLE["covariates"])
+    resources:
+        **resources_of(SIMPLE["covariates"]),
     localrule: True
     script:
         "../scripts/covariates.py"
@@ -30,7 +33,12 @@ rule verify_covariates:
     log:
         "results/logs/verify_covariates/{dataset}.log",
     conda:
-        "../workflow/envs/core.yaml"
+        env("core")
+    threads: 1
+    resources:
+        runtime=lambda w: grid.jobs.verify_resources(config, w.dataset).runtime,
+        mem_mb=lambda w: grid.jobs.verify_resources(config, w.dataset).mem_mb,
+        gpu=0,
     localrule: True
     script:
         "../scripts/verify_covariates.py"

@@ -6,53 +6,30 @@
 # A fit job runs its (method, condition)'s tuning sweep first when the condition is tuned
 # (resuming from its journal), records the configuration it used in results/tuning/, then fits
 # every usable seed. One job, not two, per (method, condition): the full grid's DAG stays
-# plannable (docs/design.md, "Layout": job granularity).
-if not config["fit_batch"]:
+# plannable (docs/design.md, "Layout": job granularity). Presets run several conditions of one
+# method per job (config `group_by`); a stage has one rule per output shape, all of this form.
+for _rule in GROUPED["fit"]:
 
-    rule fit:
+    rule:
+        name:
+            _rule.name
         input:
-            samples=condition_samples,
-            seed_selection=seed_selection,
+            lambda w, r=_rule: r.job(w).inputs,
         output:
-            fits=directory(path("fit")),
-            config=path("tuning_result"),
+            [directory(p) for p in _rule.outputs["fit"]] + _rule.outputs["tuning_result"],
         params:
-            seeds=condition_seeds,
-            n_valid=config["seeds"]["valid_per_cell"],
-            settings=method_settings,
-            tuning=tuning_settings,
-            journal=tuning_journal,
+            jobs=lambda w, r=_rule: r.job(w).payload,
         log:
-            "results/logs/fit/{dataset}/{prior}/{noise}/{coverage}/{method}.log",
+            _rule.log,
         benchmark:
-            "results/benchmarks/fit/{dataset}_{prior}_{noise}_{coverage}_{method}.tsv"
+            _rule.benchmark
+        wildcard_constraints:
+            **_rule.constraints,
         conda:
-            "../workflow/envs/jax.yaml"
-        threads: 2
-        script:
-            "../scripts/fit.py"
-
-else:
-    # Presets (`fit_batch: true`): one job per method tunes and fits every condition in one
-    # process, so the method's imports and compiled code are paid once. Same
-    # stores, same numbers as one job per condition.
-
-    rule fit_batch:
-        input:
-            lambda w: fit_batch_inputs(w.method),
-        output:
-            [directory(c.path("fit")) for c in CONDITIONS]
-            + [c.path("tuning_result") for c in CONDITIONS],
-        params:
-            jobs=lambda w: fit_batch_jobs(w.method),
-            n_valid=config["seeds"]["valid_per_cell"],
-        log:
-            "results/logs/fit/{method}.log",
-        benchmark:
-            "results/benchmarks/fit/{method}_batch.tsv"
-        conda:
-            "../workflow/envs/jax.yaml"
-        threads: 2
+            env(_rule.env)
+        threads: threads_of(_rule)
+        resources:
+            **resources_of(_rule),
         script:
             "../scripts/fit.py"
 
@@ -73,7 +50,10 @@ rule score:
     benchmark:
         "results/benchmarks/score/{dataset}_{prior}_{noise}_{coverage}.tsv"
     conda:
-        "../workflow/envs/core.yaml"
+        env("core")
+    threads: threads_of(SIMPLE["score"])
+    resources:
+        **resources_of(SIMPLE["score"]),
     script:
         "../scripts/score.py"
 
@@ -93,6 +73,9 @@ rule aggregate_scores:
     benchmark:
         "results/benchmarks/aggregate/scores.tsv"
     conda:
-        "../workflow/envs/core.yaml"
+        env("core")
+    threads: threads_of(SIMPLE["aggregate_scores"])
+    resources:
+        **resources_of(SIMPLE["aggregate_scores"]),
     script:
         "../scripts/aggregate_scores.py"

@@ -1,6 +1,7 @@
 # Priors and task instances (docs/design.md, "Priors", "Task instances"): per-dataset prior
 # parameters, then per instance the sample (what methods see) and the reference posterior (the
-# task store).
+# task store). Sample and posterior jobs run the instances of one job (config `group_by`) in one
+# process; a stage has one rule per output shape (postrisk.grid.jobs), all of the same form.
 
 
 rule prior:
@@ -15,124 +16,68 @@ rule prior:
     benchmark:
         "results/benchmarks/prior/{dataset}_{prior}.tsv"
     conda:
-        "../workflow/envs/jax.yaml"
-    threads: 2
+        env("jax")
+    threads: threads_of(SIMPLE["prior"])
+    resources:
+        **resources_of(SIMPLE["prior"]),
     script:
         "../scripts/prior.py"
 
 
-if not config["posterior_batch"]:
-    # The cluster default: one job per instance and stage.
+for _rule in GROUPED["sample"]:
 
-    rule sample:
+    rule:
+        name:
+            _rule.name
         input:
-            covariates=covariate_store_of,
-            prior=path("prior"),
+            lambda w, r=_rule: r.job(w).inputs,
         output:
-            directory(path("sample")),
+            [directory(p) for p in _rule.outputs["sample"]],
         params:
-            n=training_size_of,
-            digest=lambda wildcards: sample_digest(wildcards.prior),
+            jobs=lambda w, r=_rule: r.job(w).payload,
             schema=TASK_SCHEMA_VERSION,
         log:
-            "results/logs/sample/{dataset}/{prior}/{noise}/{coverage}/{seed}.log",
+            _rule.log,
         benchmark:
-            "results/benchmarks/sample/{dataset}_{prior}_{noise}_{coverage}_{seed}.tsv"
+            _rule.benchmark
+        wildcard_constraints:
+            **_rule.constraints,
         conda:
-            "../workflow/envs/jax.yaml"
+            env(_rule.env)
+        threads: threads_of(_rule)
+        resources:
+            **resources_of(_rule),
         script:
             "../scripts/sample.py"
 
-    rule posterior_exact:
-        input:
-            path("sample"),
-        output:
-            directory(path("task")),
-        wildcard_constraints:
-            prior="gp",
-        params:
-            settings=posterior_settings,
-        log:
-            "results/logs/posterior/{dataset}/{prior}/{noise}/{coverage}/{seed}.log",
-        benchmark:
-            "results/benchmarks/posterior/{dataset}_{prior}_{noise}_{coverage}_{seed}.tsv"
-        conda:
-            "../workflow/envs/jax.yaml"
-        threads: 2
-        script:
-            "../scripts/posterior.py"
 
-    # MCMC reference posteriors (bartz, NumPyro): chains spread over the job's devices; on the
-    # cluster one GPU each (profiles/slurm), memory allocated on demand so jobs can share a
-    # device.
-    rule posterior_mcmc:
+# Reference posteriors: `posterior_exact` (GP) and `posterior_mcmc` (bartz, NumPyro; chains
+# spread over the job's devices). A family that declares an accelerator gets a GPU and the GPU
+# environment when `accelerator.use` is on (the paper config); JAX memory is allocated on
+# demand so jobs can share a device.
+for _rule in GROUPED["posterior"]:
+
+    rule:
+        name:
+            _rule.name
         input:
-            path("sample"),
+            lambda w, r=_rule: r.job(w).inputs,
         output:
-            directory(path("task")),
-        wildcard_constraints:
-            prior="hbart|bnn",
+            [directory(p) for p in _rule.outputs["task"]],
         params:
-            settings=posterior_settings,
+            jobs=lambda w, r=_rule: r.job(w).payload,
+            accelerator={"requested": _rule.accelerator,
+                         "allow_cpu_fallback": config["accelerator"]["allow_cpu_fallback"]},
         log:
-            "results/logs/posterior/{dataset}/{prior}/{noise}/{coverage}/{seed}.log",
+            _rule.log,
         benchmark:
-            "results/benchmarks/posterior/{dataset}_{prior}_{noise}_{coverage}_{seed}.tsv"
+            _rule.benchmark
+        wildcard_constraints:
+            **_rule.constraints,
         conda:
-            "../workflow/envs/jax.yaml"
-        threads: 2
+            env(_rule.env)
+        threads: threads_of(_rule)
         resources:
-            gpu=1,
+            **resources_of(_rule),
         script:
             "../scripts/posterior.py"
-
-else:
-    # Presets (`posterior_batch: true`): all instances of one (dataset, prior) in one process
-    # per stage — their sample stores, then their reference posteriors — so imports are paid
-    # and samplers compiled once, not once per instance (amortise start-up rather than shrink
-    # the science). Same stores, same numbers.
-    for _prior in IMPLEMENTED_PRIORS:
-
-        rule:
-            name:
-                f"sample_batch_{_prior}"
-            input:
-                covariates=covariate_store_of,
-                prior=path("prior", prior=_prior),
-            output:
-                [directory(p) for p in batch_paths("sample", "{dataset}", _prior)],
-            params:
-                prior=_prior,
-                instances=batch_instances(_prior),
-                n=training_size_of,
-                digest=sample_digest(_prior),
-                schema=TASK_SCHEMA_VERSION,
-            log:
-                f"results/logs/sample/{{dataset}}/{_prior}/batch.log",
-            benchmark:
-                f"results/benchmarks/sample/{{dataset}}_{_prior}_batch.tsv"
-            conda:
-                "../workflow/envs/jax.yaml"
-            script:
-                "../scripts/sample.py"
-
-        rule:
-            name:
-                f"posterior_batch_{_prior}"
-            input:
-                lambda w, prior=_prior: batch_paths("sample", w.dataset, prior),
-            output:
-                [directory(p) for p in batch_paths("task", "{dataset}", _prior)],
-            params:
-                settings=config["posterior"][_prior],
-            log:
-                f"results/logs/posterior/{{dataset}}/{_prior}/batch.log",
-            benchmark:
-                f"results/benchmarks/posterior/{{dataset}}_{_prior}_batch.tsv"
-            conda:
-                "../workflow/envs/jax.yaml"
-            threads: 2
-            resources:
-                gpu=int(_prior != "gp"),
-            script:
-                "../scripts/posterior.py"

@@ -1,5 +1,5 @@
-"""Snakemake entry point of rules `posterior_exact`, `posterior_mcmc` and `posterior_batch_*`
-(one or several instances; each output store from the sample store at the same position)."""
+"""Snakemake entry point of the posterior rules (`posterior_exact`, `posterior_mcmc`): the
+reference posteriors of one job's instances."""
 
 from postrisk.core.jax_env import share_accelerator_memory, use_host_devices
 
@@ -12,4 +12,4 @@ from postrisk.workflow.logs import job_log  # noqa: E402
 from postrisk.workflow.steps import make_tasks  # noqa: E402
 
 with job_log(snakemake.log[0]):
-    make_tasks(snakemake.input, snakemake.params.settings, snakemake.output)
+    make_tasks(snakemake.params.jobs, snakemake.params.accelerator)

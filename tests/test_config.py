@@ -66,7 +66,11 @@ def test_presets_merge_and_validate(repo):
     assert demo["covariates"]["prefer_offline_package"] is True
     # tuning merges key by key: the demo's short sweep keeps the paper's validation split
     assert demo["tuning"]["trials"] == 6 and demo["tuning"]["validation_fraction"] == 0.2
-    assert demo["fit_batch"] is True and demo["posterior_batch"] is True
+    assert demo["group_by"]["fit"] == ["method"]  # lists replace
+    assert demo["group_by"]["posterior"] == ["dataset", "prior"]
+    # cost entries merge key by key: the demo's MCMC jobs keep the paper's costs on 2 threads
+    hbart = demo["cost_model"]["posterior"]["hbart"]
+    assert hbart["threads"] == 2 and hbart["minutes"] == 5.0
     assert demo["covariates"]["raw_dir"] == "resources/raw"  # merged, not replaced
     assert guard_message(demo) is None
     smoke = load_config(repo / "config.yaml", repo / "presets" / "smoke.yaml")
@@ -77,10 +81,10 @@ def test_tuning_grid_narrows_the_tuned_conditions(paper):
     from postrisk.grid import is_tuned, tuned_methods
 
     cond = ("concrete", "gp", "bump", "ood")
-    from postrisk.methods.registry import METHOD_PATHS
+    from postrisk.methods.registry import METHOD_ENTRIES
 
-    assert tuned_methods(paper) == [m for m in paper["methods"] if m in METHOD_PATHS]
-    assert len(tuned_methods(paper)) == len(METHOD_PATHS)
+    assert tuned_methods(paper) == [m for m in paper["methods"] if m in METHOD_ENTRIES]
+    assert len(tuned_methods(paper)) == len(METHOD_ENTRIES)
     assert is_tuned(paper, "dkl", cond)
     narrowed = validate_config(dict(paper, tuning=dict(paper["tuning"], methods=["dkl"],
                                                        grid={"noise_modes": ["bump"]})))
@@ -96,7 +100,7 @@ def test_tuning_grid_narrows_the_tuned_conditions(paper):
 def test_guard_stops_full_grid_unless_confirmed(paper):
     message = guard_message(paper)
     assert message and "4,056 instances" in message and "confirm_full_run=True" in message
-    assert "CPU-hours" in message
+    assert "core-hours requested" in message and "| posterior_mcmc |" in message
     assert guard_message(dict(paper, confirm_full_run=True)) is None
 
 

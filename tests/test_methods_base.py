@@ -24,7 +24,7 @@ from postrisk.methods import (
     run_fit,
 )
 from postrisk.methods.interface import validate_search_space
-from postrisk.methods.registry import METHOD_NAMES, METHOD_PATHS
+from postrisk.methods.registry import METHOD_ENTRIES, METHOD_NAMES
 
 
 # -- throwaway methods ---------------------------------------------------------------------
@@ -120,12 +120,12 @@ def test_search_space_declarations_are_checked():
 
 
 def test_registry():
-    assert list(METHODS) == list(METHOD_PATHS) and len(METHODS) >= 1
+    assert list(METHODS) == list(METHOD_ENTRIES) and len(METHODS) >= 1
     assert METHODS["blr"] is BayesianLinearRegression
     assert set(METHODS) <= set(METHOD_NAMES) and len(METHOD_NAMES) == 19
     assert get_method("blr") is BayesianLinearRegression
     with pytest.raises(KeyError, match="unknown method 'gpx'; implemented: "
-                       + ", ".join(sorted(METHOD_PATHS))):
+                       + ", ".join(sorted(METHOD_ENTRIES))):
         get_method("gpx")
     m = make_method("blr", {"tol": 1e-6}, random_state=4, n_threads=1)
     assert isinstance(m, BayesianLinearRegression) and m.tol == 1e-6 and m.random_state == 4

@@ -11,7 +11,7 @@ import yaml
 from postrisk.core.io import open_zarr
 from postrisk.covariates.build import summarize_store
 from postrisk.tasks.store import validate_store
-from tests.workflow_helpers import REPO, snakemake
+from tests.workflow_helpers import REPO, rule_environments, snakemake
 
 #: These tests start Snakemake (select them with `-m workflow`).
 pytestmark = pytest.mark.workflow
@@ -23,9 +23,32 @@ def job_counts(stdout: str) -> dict[str, int]:
             for m in re.finditer(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE)}
 
 
-def test_dry_run_of_full_config_plans_the_whole_grid(tmp_path):
-    run = snakemake(tmp_path, "-n")
-    assert run.returncode == 0, run.stderr
+def dry_run_jobs(stdout: str) -> list[dict]:
+    """Every job of a dry run's printout: rule, wildcards, threads (1 when not printed) and
+    resources, as printed."""
+    jobs = []
+    for block in re.split(r"^\[.*\]\n(?=rule )", stdout, flags=re.MULTILINE)[1:]:
+        rule = re.match(r"rule (\w+):", block).group(1)
+        fields = dict(re.findall(r"^    (\w+): (.*)$", block, flags=re.MULTILINE))
+        wildcards = dict(kv.split("=", 1) for kv in fields.get("wildcards", "").split(", ") if kv)
+        resources = dict(kv.split("=", 1) for kv in fields.get("resources", "").split(", ") if kv)
+        jobs.append({"rule": rule, "wildcards": wildcards,
+                     "threads": int(fields.get("threads", 1)), "resources": resources})
+    return jobs
+
+
+def test_slurm_profile_plans_the_full_grid_with_the_cost_models_resources(tmp_path,
+                                                                         monkeypatch):
+    """`snakemake --profile profiles/slurm -n` on config.yaml: the whole grid; every job asks for
+    the threads, runtime and memory of the cost model (exactly what `postrisk plan` reports);
+    MCMC posteriors, and only they, ask for a GPU on the GPU partition."""
+    from postrisk.grid import load_config, workflow_rules
+    from postrisk.methods.registry import METHOD_ENTRIES
+
+    monkeypatch.setenv("SLURM_ACCOUNT", "dummy")
+    run = snakemake(tmp_path, "--profile", str(REPO / "profiles" / "slurm"),
+                    "--sdm", "env-modules", "-n")
+    assert run.returncode == 0, run.stderr[-3000:]
     counts = job_counts(run.stdout)
     cells = 13 * 4 * 2  # datasets × noise × coverage
     per_family = cells * 13  # every candidate seed: validity is decided by the BNN R̂
@@ -33,36 +56,68 @@ def test_dry_run_of_full_config_plans_the_whole_grid(tmp_path):
     assert counts["sample"] == 3 * per_family
     assert counts["posterior_exact"] == per_family and counts["posterior_mcmc"] == 2 * per_family
     assert counts["valid_seeds"] == cells
-    from postrisk.methods.registry import METHOD_PATHS
-
-    methods = len(METHOD_PATHS)  # every implemented method (each job tunes, then fits)
+    methods = len(METHOD_ENTRIES)  # every implemented method (each job tunes, then fits)
     assert counts["fit"] == methods * 3 * cells and counts["score"] == 3 * cells
-    assert "tune" not in counts
     assert counts["checks"] == 1 and counts["aggregate_scores"] == 1
     for name in ("abalone", "sarcos", "white_wine", "red_wine"):
         assert f"results/covariates/{name}.zarr" in run.stdout
 
+    expected = {}
+    for rules in workflow_rules(load_config(REPO / "config.yaml")).values():
+        for rule in rules:
+            for ident, job in rule.jobs.items():
+                expected[(rule.name, ident)] = job.resources
+    jobs = [j for j in dry_run_jobs(run.stdout) if j["rule"] != "all"]
+    assert len(jobs) == counts["total"] - 1 == len(expected)
+    rules_by_name = {r.name: r for rs in workflow_rules(load_config(REPO / "config.yaml")).values()
+                     for r in rs}
+    for job in jobs:
+        res = job["resources"]
+        assert {"runtime", "mem_mb", "gpu"} <= set(res), job
+        ident = tuple(job["wildcards"][k] for k in rules_by_name[job["rule"]].keys)
+        want = expected[(job["rule"], ident)]
+        got = (job["threads"], int(res["runtime"]), int(res["mem_mb"]), int(res["gpu"]))
+        assert got == (want.threads, want.runtime, want.mem_mb, want.gpu), job
+        on_gpu = job["rule"] == "posterior_mcmc"
+        assert (int(res["gpu"]) == 1) == on_gpu, job
+        assert res["slurm_partition"] == ("gpu" if on_gpu else "cpu"), job
+    threads = {j["rule"]: j["threads"] for j in jobs}
+    assert threads["posterior_mcmc"] == 4 and threads["fit"] == 2  # not capped at 1 (`cores`)
 
-def test_dry_run_of_the_demo_preset_plans_its_batched_jobs(tmp_path):
-    """The demo's batched rules (one job per dataset and family, one fit job per method) plan:
-    their outputs are built from the same path templates as the per-instance rules."""
+
+def test_mcmc_posteriors_run_in_the_gpu_environment():
+    """Rules take their environment from the accelerator declaration: with `accelerator.use`
+    the MCMC posteriors get workflow/envs/jax-gpu.yaml; without it (the demo), the CPU one."""
+    paper = rule_environments()
+    assert paper["posterior_mcmc"] == "../workflow/envs/jax-gpu.yaml"
+    assert paper["posterior_exact"] == paper["fit"] == paper["prior"] == "../workflow/envs/jax.yaml"
+    assert paper["score"] == paper["checks"] == "../workflow/envs/core.yaml"
+    assert all(env for name, env in paper.items() if name != "all")
+    demo = rule_environments(REPO / "presets" / "demo.yaml")
+    assert demo["posterior_mcmc"] == "../workflow/envs/jax.yaml"
+
+
+def test_dry_run_of_the_demo_preset_plans_its_grouped_jobs(tmp_path):
+    """The demo's grouped jobs (one per dataset and family, one fit job per method) use the same
+    rule shape as one job per unit: one rule per output shape, named by what tells them apart."""
     from postrisk.grid import implemented_methods, load_config
 
     run = snakemake(tmp_path, "-n", "--configfile", str(REPO / "presets/demo.yaml"))
     assert run.returncode == 0, run.stderr
     counts = job_counts(run.stdout)
     demo = load_config(REPO / "config.yaml", REPO / "presets/demo.yaml")
-    assert counts["fit_batch"] == len(implemented_methods(demo))
-    assert counts["sample_batch_gp"] == counts["posterior_batch_gp"] == len(demo["datasets"])
-    assert "sample" not in counts and "fit" not in counts
+    assert counts["fit"] == len(implemented_methods(demo))
+    assert counts["sample_gp"] == counts["posterior_exact"] == len(demo["datasets"])
+    assert counts["sample_bnn_hbart"] == counts["posterior_mcmc"] == 2
     assert "results/tasks/concrete/bnn/bump/ood/0.zarr" in run.stdout
+    assert "results/logs/posterior/concrete/bnn.log" in run.stdout
 
 
 def test_plain_local_run_of_full_grid_stops_with_plan(tmp_path):
     run = snakemake(tmp_path, "--cores", "1")
     assert run.returncode != 0
     text = run.stdout + run.stderr
-    assert "4,056 instances" in text and "CPU-hours" in text
+    assert "4,056 instances" in text and "core-hours requested" in text
     assert "confirm_full_run=True" in text
     assert not (tmp_path / "results").exists()
 
@@ -150,18 +205,3 @@ def test_targeted_build_needs_only_its_inputs(tmp_path):
 def test_lint_is_clean(tmp_path):
     run = snakemake(tmp_path, "--lint")
     assert run.returncode == 0, run.stdout + run.stderr
-
-
-def test_slurm_profile_sends_mcmc_posteriors_to_a_gpu(tmp_path, monkeypatch):
-    monkeypatch.setenv("SLURM_ACCOUNT", "test")
-    run = snakemake(tmp_path, "--profile", str(REPO / "profiles" / "slurm"),
-                    "--sdm", "env-modules", "-n", "-p",
-                    "results/tasks/concrete/hbart/bump/ood/0.zarr",
-                    "results/tasks/concrete/gp/bump/ood/0.zarr")
-    assert run.returncode == 0, run.stderr
-    blocks = run.stdout.split("rule ")
-    mcmc = [b for b in blocks if b.startswith("posterior_mcmc")]
-    exact = [b for b in blocks if b.startswith("posterior_exact")]
-    assert len(mcmc) == 1 and len(exact) == 1
-    assert "gpu=1" in mcmc[0] and "slurm_partition=gpu" in mcmc[0]
-    assert "gpu=" not in exact[0] and "slurm_partition=cpu" in exact[0]

@@ -12,6 +12,8 @@ import os
 import re
 import sys
 
+from postrisk.core.errors import StopJob
+
 _FLAG = "--xla_force_host_platform_device_count"
 
 
@@ -52,3 +54,50 @@ def device_provenance() -> dict[str, object]:
     devices = jax.devices()
     return {"backend": jax.default_backend(), "device_kind": devices[0].device_kind,
             "device_count": len(devices)}
+
+
+class AcceleratorMissing(StopJob):
+    """A job that was given a GPU, whose JAX sees none (see :func:`check_accelerator`)."""
+
+
+def check_accelerator(requested: bool, allow_cpu_fallback: bool = False,
+                      backend: str | None = None, platforms: dict[str, str] | None = None
+                      ) -> dict[str, object] | None:
+    """Check, before any sampling, that a job that asked for a GPU got one JAX can use.
+
+    ``requested``: the job's rule asked for ``gpu: 1`` (its family or method declares an
+    accelerator and the config's ``accelerator.use`` is on). Returns None when nothing was
+    requested; else the record kept in the store (``requested``, ``backend``,
+    ``cpu_fallback``). No GPU visible to JAX raises :class:`AcceleratorMissing` with one message
+    naming the likely causes, unless ``allow_cpu_fallback`` (then the job runs on the CPU and
+    the record says so). ``backend`` and ``platforms`` (JAX's default backend and versions,
+    CUDA_VISIBLE_DEVICES) are read from this process when not given (tests pass them).
+    """
+    if not requested:
+        return None
+    if backend is None:
+        import jax
+        import jaxlib
+
+        backend = jax.default_backend()
+        platforms = {"jax": jax.__version__, "jaxlib": jaxlib.__version__,
+                     "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "(unset)")}
+    found = backend in ("gpu", "cuda", "rocm")
+    record: dict[str, object] = {"requested": "gpu", "backend": backend,
+                                 "cpu_fallback": not found}
+    if found:
+        return record
+    details = ", ".join(f"{k} {v}" for k, v in (platforms or {}).items())
+    if allow_cpu_fallback:
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "this job asked for a GPU but JAX sees none (backend %r; %s): running on the CPU "
+            "because accelerator.allow_cpu_fallback is true; the store records it", backend,
+            details)
+        return record
+    raise AcceleratorMissing(
+        f"this job asked for a GPU but JAX sees none (backend {backend!r}; {details}). Run it "
+        "in the GPU environment (workflow/envs/jax-gpu.yaml, `--sdm conda`) on a node with a "
+        "CUDA 12 driver, or set accelerator.allow_cpu_fallback: true to run it on the CPU "
+        "(recorded in the store; much slower)")

@@ -5,7 +5,8 @@
 * :mod:`~postrisk.grid.conditions` — conditions, what is implemented and what is tuned;
 * :mod:`~postrisk.grid.seeds` — the one seed policy (built, valid and used seeds);
 * :mod:`~postrisk.grid.paths` — where every output lives;
-* :mod:`~postrisk.grid.plan` — jobs and cost per stage, the local guard, settings digests.
+* :mod:`~postrisk.grid.jobs` — units, jobs and rules of each stage, resources, accelerators;
+* :mod:`~postrisk.grid.plan` — what the jobs request per rule, the local guard, settings digests.
 
 The names below are importable from ``postrisk.grid`` directly.
 """
@@ -28,14 +29,23 @@ from postrisk.grid.config import (
     load_config,
     validate_config,
 )
+from postrisk.grid.jobs import (
+    Job,
+    Resources,
+    StageRule,
+    env_family,
+    stage_rules,
+    workflow_rules,
+)
 from postrisk.grid.paths import RESULTS, TEMPLATES, path
 from postrisk.grid.plan import (
-    StagePlan,
+    RulePlan,
     config_digest,
     guard_message,
     n_instances,
     plan,
     plan_report,
+    plan_table,
 )
 from postrisk.grid.seeds import (
     RHAT_STRICT,
@@ -50,8 +60,10 @@ from postrisk.grid.seeds import (
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 
 __all__ = [
-    "COVERAGES", "Condition", "ConfigError", "METHODS", "NOISE_MODES", "PRIORS", "RESULTS",
-    "RHAT_STRICT", "RHAT_THRESHOLD", "SeedPolicy", "StagePlan", "TEMPLATES", "TooFewValidSeeds",
+    "COVERAGES", "Condition", "ConfigError", "Job", "METHODS", "NOISE_MODES", "PRIORS",
+    "RESULTS", "RHAT_STRICT", "RHAT_THRESHOLD", "Resources", "RulePlan", "SeedPolicy",
+    "StageRule", "TEMPLATES", "TooFewValidSeeds", "env_family", "plan_table", "stage_rules",
+    "workflow_rules",
     "condition_seeds", "conditions", "config_digest", "config_schema", "covariate_datasets",
     "deep_merge", "guard_message", "implemented_conditions", "implemented_methods",
     "implemented_priors", "is_tuned", "load_config", "n_instances", "path", "plan", "plan_report",

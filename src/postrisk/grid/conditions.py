@@ -66,18 +66,18 @@ def implemented_priors(cfg: Mapping) -> list[str]:
     """The configured prior families the workflow can build today."""
     import importlib.util
 
-    from postrisk.priors.base import FAMILY_PATHS
+    from postrisk.priors.base import FAMILY_ENTRIES
 
-    available = {name for name, location in FAMILY_PATHS.items()
-                 if importlib.util.find_spec(location.split(":")[0]) is not None}
+    available = {name for name, entry in FAMILY_ENTRIES.items()
+                 if importlib.util.find_spec(entry.module) is not None}
     return [p for p in cfg["priors"] if p in available]
 
 
 def implemented_methods(cfg: Mapping) -> list[str]:
     """The configured methods the workflow can fit today."""
-    from postrisk.methods.registry import METHOD_PATHS
+    from postrisk.methods.registry import METHOD_ENTRIES
 
-    return [m for m in cfg.get("methods", []) if m in METHOD_PATHS]
+    return [m for m in cfg.get("methods", []) if m in METHOD_ENTRIES]
 
 
 def tuned_methods(cfg: Mapping) -> list[str]:

@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 from postrisk.covariates.registry import registry, task_datasets
+from postrisk.grid.jobs import COST_BY, STAGES, UNIT_KEYS, GroupingError, group_keys
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 
 
@@ -31,6 +32,33 @@ def _positive_int() -> dict:
     return {"type": "integer", "minimum": 1}
 
 
+def _cost_entry() -> dict:
+    number = {"type": "number", "minimum": 0}
+    return {"type": "object", "additionalProperties": False,
+            "required": ["threads", "minutes", "mem_mb"],
+            "properties": {"threads": _positive_int(), "minutes": number,
+                           "minutes_per_size": number, "mem_mb": number,
+                           "mem_mb_per_size": number, "power": number}}
+
+
+def _cost_model_schema() -> dict:
+    """``cost_model``: global settings, then per stage one entry, or (stages whose cost depends
+    on the family or the method) one entry per family/method with a ``default``."""
+    by_name = {"type": "object", "additionalProperties": _cost_entry(),
+               "propertyNames": {"enum": ["default", *PRIORS, *METHODS]},
+               "required": ["default"]}
+    return {
+        "type": "object", "additionalProperties": False,
+        "required": ["rows", "margin", "min_runtime", *STAGES],
+        "properties": {
+            "rows": _positive_int(), "margin": {"type": "number", "minimum": 1},
+            "min_runtime": _positive_int(),
+            **{stage: ({"anyOf": [_cost_entry(), by_name]} if stage in COST_BY
+                       else _cost_entry()) for stage in STAGES},
+        },
+    }
+
+
 def config_schema() -> dict:
     """The JSON schema of a workflow configuration (config.yaml merged with a preset)."""
     return {
@@ -39,7 +67,7 @@ def config_schema() -> dict:
         "additionalProperties": False,
         "required": ["scale", "datasets", "priors", "noise_modes", "coverages", "seeds", "sizes",
                      "covariates", "local_guard", "cost_model", "gp_prior", "hbart_prior",
-                     "bnn_prior", "posterior"],
+                     "bnn_prior", "posterior", "accelerator"],
         "properties": {
             "scale": {"enum": ["paper", "demo", "smoke"]},
             "datasets": _names(task_datasets()),
@@ -71,16 +99,12 @@ def config_schema() -> dict:
                 },
             },
             "confirm_full_run": {"type": "boolean"},
-            "posterior_batch": {"type": "boolean"},
             "local_guard": {
                 "type": "object", "additionalProperties": False,
                 "required": ["max_instances"],
                 "properties": {"max_instances": _positive_int()},
             },
-            "cost_model": {
-                "type": "object",
-                "additionalProperties": {"type": "number", "minimum": 0},
-            },
+            "cost_model": _cost_model_schema(),
             "gp_prior": {
                 "type": "object", "additionalProperties": False,
                 "required": ["fit_rows", "fit_max_iter", "fit_restarts", "scale_draws"],
@@ -158,7 +182,18 @@ def config_schema() -> dict:
                 "type": "object", "propertyNames": {"enum": list(METHODS)},
                 "additionalProperties": {"type": "object"},
             },
-            "fit_batch": {"type": "boolean"},
+            "group_by": {
+                "type": "object", "additionalProperties": False,
+                "properties": {stage: {"type": "array", "items": {"enum": list(keys)},
+                                       "uniqueItems": True}
+                               for stage, keys in UNIT_KEYS.items()},
+            },
+            "accelerator": {
+                "type": "object", "additionalProperties": False,
+                "required": ["use", "allow_cpu_fallback"],
+                "properties": {"use": {"type": "boolean"},
+                               "allow_cpu_fallback": {"type": "boolean"}},
+            },
             "tuning": {
                 "type": "object", "additionalProperties": False,
                 "required": ["trials", "startup_trials", "validation_fraction"],
@@ -234,7 +269,11 @@ def validate_config(config: Mapping[str, Any]) -> dict:
     cfg.setdefault("ood_datasets", [])
     cfg.setdefault("methods", [])
     cfg.setdefault("prior_grid", {})
-    cfg.setdefault("posterior_batch", False)
+    for stage in UNIT_KEYS:
+        try:
+            group_keys(cfg, stage)
+        except GroupingError as err:
+            raise ConfigError(str(err)) from None
     return cfg
 
 

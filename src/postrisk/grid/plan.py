@@ -1,5 +1,6 @@
-"""The plan of a configuration (jobs and cost per stage), the guard against running the full
-grid locally by accident, and the digest of the settings that determine a store's numbers."""
+"""The plan of a configuration (its jobs and what they request, per rule), the guard against
+running the full grid locally by accident, and the digest of the settings that determine a
+store's numbers."""
 
 from __future__ import annotations
 
@@ -7,58 +8,66 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from postrisk.core.io import digest
-from postrisk.grid.conditions import (
-    conditions,
-    covariate_datasets,
-    implemented_conditions,
-    implemented_methods,
-    implemented_priors,
-)
-from postrisk.grid.seeds import task_seeds
+from postrisk.grid.conditions import conditions, implemented_methods, implemented_priors
 
 
 @dataclass(frozen=True)
-class StagePlan:
+class RulePlan:
+    """What the jobs of one rule ask for (:mod:`postrisk.grid.jobs`): the same numbers the
+    workflow's rules declare, so ``postrisk plan`` and a cluster run agree."""
+
+    rule: str
     stage: str
     jobs: int
-    cpu_minutes_per_job: float
+    threads: int  # the largest of its jobs'
+    runtime_min: int  # minutes, the shortest job's request
+    runtime_max: int  # minutes, the longest job's request
+    mem_mb: int  # the largest job's request
+    gpu_jobs: int
+    requested_hours: float  # Σ runtime × threads over the jobs (core-hours asked for)
 
-    @property
-    def cpu_hours(self) -> float:
-        return self.jobs * self.cpu_minutes_per_job / 60
 
+def plan(cfg: Mapping) -> list[RulePlan]:
+    """Per rule of the workflow for ``cfg``: its jobs and what they request (threads, runtime
+    and memory from ``cost_model``; a GPU where the family or method declares one)."""
+    from postrisk.grid.jobs import workflow_rules
 
-def plan(cfg: Mapping) -> list[StagePlan]:
-    """Jobs per stage the workflow would run for ``cfg`` and their estimated CPU time.
-
-    Only stages and families the workflow implements are listed; each stage's per-job cost
-    comes from ``cost_model`` in the config (minutes on one 2-core node).
-    """
-    costs = cfg["cost_model"]
-    conds = implemented_conditions(cfg)
-    n_seeds = len(task_seeds(cfg))
-    n_tasks = len(conds) * n_seeds
-    n_methods = len(implemented_methods(cfg))
-    priors = implemented_priors(cfg)
-    posterior = [StagePlan(f"posterior_{p}", sum(c[1] == p for c in conds) * n_seeds,
-                           costs.get(f"posterior_{p}", 1.0)) for p in priors]
-    return [
-        StagePlan("covariates", len(covariate_datasets(cfg)), costs.get("covariates", 1.0)),
-        StagePlan("prior", len({(c[0], c[1]) for c in conds}), costs.get("prior", 1.0)),
-        StagePlan("sample", n_tasks, costs.get("sample", 0.1)),
-        *posterior,
-        StagePlan("fit", len(conds) * n_methods, costs.get("fit", 1.0)),
-        StagePlan("score", len(conds), costs.get("score", 0.5)),
-    ]
+    rows = []
+    for stage, rules in workflow_rules(cfg).items():
+        for rule in rules:
+            res = [job.resources for job in rule.jobs.values()]
+            if not res:
+                continue
+            rows.append(RulePlan(
+                rule=rule.name, stage=stage, jobs=len(res), threads=max(r.threads for r in res),
+                runtime_min=min(r.runtime for r in res), runtime_max=max(r.runtime for r in res),
+                mem_mb=max(r.mem_mb for r in res), gpu_jobs=sum(r.gpu > 0 for r in res),
+                requested_hours=sum(r.runtime * r.threads for r in res) / 60))
+    return rows
 
 
 def n_instances(cfg: Mapping) -> int:
     return sum(1 for _ in conditions(cfg)) * cfg["seeds"]["candidates"]
 
 
+def plan_table(rows: list[RulePlan]) -> str:
+    """The plan as a Markdown table (one row per rule, then the total)."""
+    lines = ["| rule | jobs | threads | runtime (min) | mem_mb | GPU | core-hours requested |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        runtime = (f"{r.runtime_min}" if r.runtime_min == r.runtime_max
+                   else f"{r.runtime_min}–{r.runtime_max}")
+        lines.append(f"| {r.rule} | {r.jobs:,} | {r.threads} | {runtime} | {r.mem_mb:,} | "
+                     f"{'1' if r.gpu_jobs else '–'} | {r.requested_hours:,.1f} |")
+    lines.append(f"| total | {sum(r.jobs for r in rows):,} | | | | "
+                 f"{sum(r.gpu_jobs for r in rows):,} jobs | "
+                 f"{sum(r.requested_hours for r in rows):,.1f} |")
+    return "\n".join(lines)
+
+
 def plan_report(cfg: Mapping) -> str:
-    """A few lines: the grid's size, jobs per stage and an estimate of the cost."""
-    stages = plan(cfg)
+    """The grid's size and, per rule, its jobs and what they request."""
+    rows = plan(cfg)
     lines = [
         f"grid: {len(cfg['datasets'])} datasets × {len(cfg['priors'])} priors × "
         f"{len(cfg['noise_modes'])} noise modes × {len(cfg['coverages'])} coverages × "
@@ -66,18 +75,15 @@ def plan_report(cfg: Mapping) -> str:
         f"{' (narrowed per prior by prior_grid)' if cfg.get('prior_grid') else ''} = "
         f"{n_instances(cfg):,} instances "
         f"({cfg['seeds']['valid_per_cell']} valid seeds used per cell)",
+        "resources per job from cost_model (runtime: margin × estimate; what a cluster run "
+        "requests):",
+        plan_table(rows),
     ]
-    for s in stages:
-        lines.append(f"  {s.stage:<12} {s.jobs:>7,} jobs  ≈ {s.cpu_hours:,.1f} CPU-hours")
     missing_priors = [p for p in cfg["priors"] if p not in implemented_priors(cfg)]
     missing_methods = [m for m in cfg.get("methods", []) if m not in implemented_methods(cfg)]
     if missing_priors or missing_methods:
-        lines.append(f"  (not implemented yet, not planned: priors {missing_priors or '-'}; "
+        lines.append(f"(not implemented yet, not planned: priors {missing_priors or '-'}; "
                      f"{len(missing_methods)} methods)")
-    total_jobs = sum(s.jobs for s in stages)
-    total_hours = sum(s.cpu_hours for s in stages)
-    lines.append(f"  {'total':<12} {total_jobs:>7,} jobs  ≈ {total_hours:,.1f} CPU-hours "
-                 f"(≈ {total_hours / 2:,.1f} h wall-clock on 2 local cores)")
     return "\n".join(lines)
 
 

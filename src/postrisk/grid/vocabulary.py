@@ -8,12 +8,12 @@ workflow's wildcard constraints and the plan follow.
 from __future__ import annotations
 
 from postrisk.methods.registry import METHOD_NAMES
-from postrisk.priors.base import FAMILY_PATHS
+from postrisk.priors.base import FAMILY_ENTRIES
 from postrisk.tasks.coverage import SCENARIOS
 from postrisk.tasks.noise import SHAPES
 
 #: Prior families over functions (``postrisk.priors``).
-PRIORS: tuple[str, ...] = tuple(FAMILY_PATHS)
+PRIORS: tuple[str, ...] = tuple(FAMILY_ENTRIES)
 #: Noise modes (``postrisk.tasks.noise``).
 NOISE_MODES: tuple[str, ...] = tuple(SHAPES)
 #: Training-sample coverage scenarios (``postrisk.tasks.coverage``).

@@ -6,8 +6,9 @@ methods implemented so far.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from postrisk.core.lazy import Entry
 
 if TYPE_CHECKING:
     from postrisk.methods.interface import UncertaintyMethod
@@ -17,33 +18,33 @@ METHOD_NAMES = ("blr", "gp", "vlgp", "dkl", "sngp_het", "ngboost_nig", "ngboost_
                 "catboost_ps", "catboost_kgb", "nn_bag", "nn_ens", "nn_drop", "nn_edl", "nn_deup",
                 "nn_lap", "nn_lap_sn", "nn_fsp", "nn_fsp_sn", "nn_swag")
 
-#: Registry name -> "module:class". Classes are imported on first use, so listing the
-#: implemented methods (the workflow does it at every start) imports no numerical stack.
-METHOD_PATHS: dict[str, str] = {
-    "blr": "postrisk.methods.blr:BayesianLinearRegression",
-    "gp": "postrisk.methods.gp:ExactGP",
-    "vlgp": "postrisk.methods.vlgp:VariationalHeteroscedasticGP",
-    "dkl": "postrisk.methods.dkl:DeepKernelLearning",
-    "sngp_het": "postrisk.methods.sngp_het:HeteroscedasticSNGP",
+#: Registry name -> entry (the class's location; ``accelerator=True`` where a method's fit jobs
+#: want a GPU — none of the implemented ones yet). Classes are imported on first use, so listing
+#: the implemented methods (the workflow does it at every start) imports no numerical stack.
+METHOD_ENTRIES: dict[str, Entry] = {
+    "blr": Entry("postrisk.methods.blr:BayesianLinearRegression"),
+    "gp": Entry("postrisk.methods.gp:ExactGP"),
+    "vlgp": Entry("postrisk.methods.vlgp:VariationalHeteroscedasticGP"),
+    "dkl": Entry("postrisk.methods.dkl:DeepKernelLearning"),
+    "sngp_het": Entry("postrisk.methods.sngp_het:HeteroscedasticSNGP"),
 }
 
 
 def implemented_methods() -> list[str]:
-    return list(METHOD_PATHS)
+    return list(METHOD_ENTRIES)
 
 
 def get_method(name: str) -> type[UncertaintyMethod]:
     """The method class registered under ``name``; ``KeyError`` naming the allowed names."""
-    if name not in METHOD_PATHS:
+    if name not in METHOD_ENTRIES:
         raise KeyError(f"unknown method {name!r}; implemented: "
-                       f"{', '.join(sorted(METHOD_PATHS))}")
-    module, attr = METHOD_PATHS[name].split(":")
-    return getattr(importlib.import_module(module), attr)
+                       f"{', '.join(sorted(METHOD_ENTRIES))}")
+    return METHOD_ENTRIES[name].load()
 
 
 def __getattr__(name: str):
     if name == "METHODS":  # name -> class, imported on access
-        return {key: get_method(key) for key in METHOD_PATHS}
+        return {key: get_method(key) for key in METHOD_ENTRIES}
     raise AttributeError(name)
 
 

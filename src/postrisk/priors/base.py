@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from postrisk.core.lazy import Entry
+
 
 @dataclass
 class PosteriorResult:
@@ -89,18 +91,28 @@ class PriorFamily(Protocol):
                   settings: dict, progress: Callable[[str], None]) -> PosteriorResult: ...
 
 
-#: family name → "module:class"; imported on first use (keeps bartz and NumPyro out of GP jobs).
-FAMILY_PATHS: dict[str, str] = {
-    "gp": "postrisk.priors.gp:GaussianProcessFamily",
-    "hbart": "postrisk.priors.hbart:HeteroscedasticBartFamily",
-    "bnn": "postrisk.priors.bnn:BayesianNeuralNetworkFamily",
+@dataclass(frozen=True)
+class FamilyEntry(Entry):
+    """A family's registration: its class and what its reference posterior needs —
+    ``posterior`` "exact" (closed form) or "mcmc" (the workflow's rules ``posterior_exact`` and
+    ``posterior_mcmc``), ``accelerator`` whether that job wants a GPU."""
+
+    posterior: str = "exact"
+
+
+#: family name → its entry; classes imported on first use (keeps bartz and NumPyro out of GP
+#: jobs, and the workflow reads the declarations without importing any of them).
+FAMILY_ENTRIES: dict[str, FamilyEntry] = {
+    "gp": FamilyEntry("postrisk.priors.gp:GaussianProcessFamily", posterior="exact",
+                      accelerator=False),
+    "hbart": FamilyEntry("postrisk.priors.hbart:HeteroscedasticBartFamily", posterior="mcmc",
+                         accelerator=True),
+    "bnn": FamilyEntry("postrisk.priors.bnn:BayesianNeuralNetworkFamily", posterior="mcmc",
+                       accelerator=True),
 }
 
 
 def get_family(name: str) -> PriorFamily:
-    import importlib
-
-    if name not in FAMILY_PATHS:
-        raise KeyError(f"unknown prior family {name!r}; known: {', '.join(FAMILY_PATHS)}")
-    module, cls = FAMILY_PATHS[name].split(":")
-    return getattr(importlib.import_module(module), cls)()
+    if name not in FAMILY_ENTRIES:
+        raise KeyError(f"unknown prior family {name!r}; known: {', '.join(FAMILY_ENTRIES)}")
+    return FAMILY_ENTRIES[name].load()()

@@ -9,10 +9,13 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
+from postrisk.core.errors import StopJob
+
 
 @contextlib.contextmanager
 def job_log(path: str | Path) -> Iterator[None]:
-    """Send stdout and stderr of the job to ``path``; a failure is logged, then re-raised."""
+    """Send stdout and stderr of the job to ``path``; a failure is logged, then re-raised (a
+    :class:`~postrisk.core.errors.StopJob` as its message alone, then exit code 1)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -20,6 +23,11 @@ def job_log(path: str | Path) -> Iterator[None]:
             contextlib.redirect_stderr(fh):
         try:
             yield
+        except StopJob as err:
+            print(f"error: {err}", file=fh)
+            print(f"stopped after {time.perf_counter() - start:.1f} s", file=fh)
+            print(f"error: {err} (log: {path})", file=sys.__stderr__)
+            raise SystemExit(1) from None
         except BaseException:
             traceback.print_exc(file=fh)
             print(f"failed after {time.perf_counter() - start:.1f} s", file=fh)

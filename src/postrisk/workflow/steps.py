@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from postrisk.core import seeding
-from postrisk.core.io import open_zarr, write_text_atomic, write_zarr_atomic
+from postrisk.core.io import json_attr, open_zarr, write_text_atomic, write_zarr_atomic
 from postrisk.covariates.build import load_covariates
 from postrisk.grid.seeds import select_valid_seeds, usable_seeds
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
 from postrisk.tasks.store import validate_store
+
+logger = logging.getLogger(__name__)
 
 
 def fit_prior(dataset: str, prior: str, covariates: str | Path, settings: dict,
@@ -37,22 +40,43 @@ def make_sample(key: TaskKey, covariates: str | Path, prior: str | Path, n: int,
     write_zarr_atomic(validate_store(ds, kind="sample"), out)
 
 
-def make_task(sample: str | Path, settings: dict, out: str | Path) -> None:
-    """The reference posterior of one instance (``settings``: config ``posterior.<prior>``)."""
+def make_samples(units: Sequence[Mapping]) -> None:
+    """The sample stores of one job's instances (a sample rule's ``params.jobs``:
+    :mod:`postrisk.grid.jobs`), in order, each written as soon as it is done."""
+    for i, unit in enumerate(units, 1):
+        key = TaskKey(**{**unit["key"], "seed": int(unit["key"]["seed"])})
+        if len(units) > 1:
+            logger.info("instance %d/%d: %s", i, len(units), key.label)
+        make_sample(key, unit["covariates"], unit["prior"], unit["n"], unit["digest"],
+                    unit["out"])
+
+
+def make_task(sample: str | Path, settings: dict, out: str | Path,
+              accelerator: Mapping | None = None) -> None:
+    """The reference posterior of one instance (``settings``: config ``posterior.<prior>``);
+    ``accelerator``: the job's GPU record (:func:`postrisk.core.jax_env.check_accelerator`),
+    kept in the store's ``accelerator`` attribute when the job asked for one."""
     task = build_task(validate_store(sample, kind="sample"), settings)
+    if accelerator is not None:
+        task.attrs["accelerator"] = json_attr(dict(accelerator))
     write_zarr_atomic(validate_store(task, kind="task"), out)
 
 
-def make_tasks(samples: Sequence[str | Path], settings: dict,
-               outs: Sequence[str | Path]) -> None:
-    """Reference posteriors of several instances in one process (the sampler is compiled once);
-    each store is written as soon as it is done."""
-    if len(samples) != len(outs):
-        raise ValueError(f"{len(samples)} sample stores for {len(outs)} task stores")
-    for i, (sample, out) in enumerate(zip(samples, outs, strict=True), 1):
-        if len(outs) > 1:
-            print(f"instance {i}/{len(outs)}: {sample}")
-        make_task(sample, settings, out)
+def make_tasks(units: Sequence[Mapping], accelerator: Mapping | None = None) -> None:
+    """Reference posteriors of one job's instances (a posterior rule's ``params.jobs``) in one
+    process, so the sampler is compiled once; each store is written as soon as it is done.
+
+    ``accelerator`` (``requested``, ``allow_cpu_fallback``): a job that asked for a GPU first
+    checks that JAX sees one (:func:`~postrisk.core.jax_env.check_accelerator`) and stops with
+    one message if not, before any sampling.
+    """
+    from postrisk.core.jax_env import check_accelerator
+
+    record = check_accelerator(**accelerator) if accelerator else None
+    for i, unit in enumerate(units, 1):
+        if len(units) > 1:
+            logger.info("instance %d/%d: %s", i, len(units), unit["sample"])
+        make_task(unit["sample"], unit["settings"], unit["out"], record)
 
 
 def select_seeds(bnn_tasks: Sequence[str | Path], n_valid: int, out: str | Path) -> dict:
@@ -104,6 +128,20 @@ def condition_config(method: str, settings: dict, sample: str | Path, tuning: di
                 startup_trials=int(tuning["startup_trials"]),
                 validation_fraction=float(tuning["validation_fraction"]),
                 split_key=tuple(condition), sampler_seed=0, random_state=0, n_threads=n_threads)
+
+
+def fit_conditions(units: Sequence[Mapping], n_threads: int = 1) -> None:
+    """One fit job (a fit rule's ``params.jobs``): :func:`fit_condition` for each of its
+    (method, condition) units, in order."""
+    for i, unit in enumerate(units, 1):
+        if len(units) > 1:
+            logger.info("condition %d/%d: %s on %s", i, len(units), unit["method"],
+                        "/".join(unit["condition"]))
+        fit_condition(unit["method"], unit["settings"], unit["samples"], unit["seeds"],
+                      unit["fits"], n_threads=n_threads, n_valid=unit["n_valid"],
+                      selection=unit["selection"], tuning=unit["tuning"],
+                      journal=unit["journal"], condition=unit["condition"],
+                      config_out=unit["config"])
 
 
 def fit_condition(method: str, settings: dict, samples: Sequence[str | Path],
