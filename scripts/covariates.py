@@ -1,16 +1,11 @@
-"""Snakemake entry point of rule `covariates`: parse the job, call the library."""
+"""Snakemake entry point of rule `covariates`: one dataset's covariate store."""
 
-from postrisk.covariates import build_covariates, get_dataset, scaling_from_store, write_covariates
-from postrisk.covariates.fetch import FetchSettings
 from postrisk.workflow.logs import job_log
+from postrisk.workflow.steps import make_covariates
 
 snakemake = globals()["snakemake"]
 
 with job_log(snakemake.log[0]):
-    spec = get_dataset(snakemake.wildcards.dataset)
-    reference = snakemake.input.get("reference")
-    scaling = scaling_from_store(reference) if reference else None
-    fetch = FetchSettings.from_env(**snakemake.params.fetch)
-    ds = build_covariates(spec, fetch, n_eval_cap=snakemake.params.n_eval_cap, scaling=scaling)
-    write_covariates(ds, snakemake.output[0])
-    print(f"wrote {snakemake.output[0]}")
+    make_covariates(snakemake.wildcards.dataset, snakemake.params.fetch,
+                    snakemake.params.n_eval_cap, snakemake.output[0],
+                    reference=snakemake.input.get("reference"))

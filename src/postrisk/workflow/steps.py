@@ -12,12 +12,35 @@ import pandas as pd
 
 from postrisk.core import seeding
 from postrisk.core.io import json_attr, open_zarr, write_text_atomic, write_zarr_atomic
-from postrisk.covariates.build import load_covariates
+from postrisk.covariates.build import load_covariates, write_covariates
 from postrisk.grid.seeds import select_valid_seeds, usable_seeds
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
 from postrisk.tasks.store import validate_store
 
 logger = logging.getLogger(__name__)
+
+
+def make_covariates(dataset: str, fetch: Mapping, n_eval_cap: int, out: str | Path,
+                    reference: str | Path | None = None) -> None:
+    """One dataset's covariate store (``fetch``: the rule's fetch settings; ``reference``: the
+    store whose scaling constants to use, for Red Wine)."""
+    from postrisk.covariates import build_covariates, get_dataset, scaling_from_store
+    from postrisk.covariates.fetch import FetchSettings
+
+    scaling = scaling_from_store(reference) if reference else None
+    ds = build_covariates(get_dataset(dataset), FetchSettings.from_env(**fetch),
+                          n_eval_cap=n_eval_cap, scaling=scaling)
+    write_covariates(ds, out)
+    logger.info("wrote %s", out)
+
+
+def verify_dataset(dataset: str, fetch: Mapping, out: str | Path) -> None:
+    """Fetch a dataset's canonical source, check it against the registry, write the report."""
+    from postrisk.covariates import verify_covariates
+    from postrisk.covariates.fetch import FetchSettings
+
+    report = verify_covariates(dataset, FetchSettings.from_env(**fetch))
+    write_text_atomic(out, json.dumps(report.as_dict(), indent=2) + "\n")
 
 
 def fit_prior(dataset: str, prior: str, covariates: str | Path, settings: dict,
