@@ -68,9 +68,9 @@ def test_presets_merge_and_validate(repo):
     assert demo["tuning"]["trials"] == 6 and demo["tuning"]["validation_fraction"] == 0.2
     assert demo["group_by"]["fit"] == ["method"]  # lists replace
     assert demo["group_by"]["posterior"] == ["dataset", "prior"]
-    # cost entries merge key by key: the demo's MCMC jobs keep the paper's costs on 2 threads
+    # cost entries merge key by key: the demo's MCMC jobs keep the paper's memory model
     hbart = demo["cost_model"]["posterior"]["hbart"]
-    assert hbart["threads"] == 2 and hbart["minutes"] == 5.0
+    assert hbart["threads"] == 2 and hbart["mem_mb"] == 4000 and hbart["power"] == 1
     assert demo["covariates"]["raw_dir"] == "resources/raw"  # merged, not replaced
     assert guard_message(demo) is None
     smoke = load_config(repo / "config.yaml", repo / "presets" / "smoke.yaml")
