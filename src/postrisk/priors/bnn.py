@@ -37,6 +37,7 @@ shapes compiles nothing: the data are arguments of the compiled code, not consta
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -46,7 +47,10 @@ from typing import Any
 import numpy as np
 
 from postrisk.core.arrays import as_matrix
+from postrisk.core.progress import progress_steps
 from postrisk.priors.base import PosteriorResult, training_targets
+
+logger = logging.getLogger(__name__)
 
 CHAIN_METHODS = ("parallel", "vectorized")
 #: Posterior draws of f are computed in blocks of this many weight samples (memory bound).
@@ -222,11 +226,11 @@ def _tree_depth(num_steps: np.ndarray) -> np.ndarray:
 def run_nuts(x_train: np.ndarray, y_train: np.ndarray, noise_var_train: np.ndarray,
              x_ref: np.ndarray, a: float, hidden: int, seed: int, *, chains: int, warmup: int,
              samples: int, target_accept: float, max_tree_depth: int,
-             chain_method: str = "parallel",
-             progress: Callable[[str], None] = lambda _: None) -> tuple[BnnWeights, dict]:
+             chain_method: str = "parallel") -> tuple[BnnWeights, dict]:
     """NUTS on (v, w, c, b): weight samples shaped (chains, samples, ...) and a summary.
 
     Chain-major; ``seed`` (an integer) fixes everything (the initial prior draws included).
+    Progress: one step per round.
     """
     import jax
     from jax import random
@@ -246,18 +250,20 @@ def run_nuts(x_train: np.ndarray, y_train: np.ndarray, noise_var_train: np.ndarr
         run, t_compile = _executable((int(hidden), d, int(warmup), int(samples),
                                       float(target_accept), int(max_tree_depth), per_dev),
                                      keys[0], data)
-        progress(f"[bnn] NUTS loop compiled in {t_compile:.1f} s" if t_compile > 0 else
-                 "[bnn] NUTS loop: compiled code reused")
+        if t_compile > 0:
+            logger.info("[bnn] NUTS loop compiled in %.1f s", t_compile)
+        else:
+            logger.info("[bnn] NUTS loop: compiled code reused")
         t_run = 0.0
         out: list = []
-        for r in range(rounds):
-            t0 = time.perf_counter()
-            result = jax.block_until_ready(run(keys[r], data))
-            t_run += time.perf_counter() - t0
-            out.append(jax.tree.map(np.asarray, result))
-            if r == 0 and rounds > 1:
-                progress(f"[bnn] round 1/{rounds} ({n_dev} device(s) × {per_dev} chain(s)) "
-                         f"in {time.perf_counter() - t0:.1f} s")
+        with progress_steps(rounds, f"[bnn] NUTS rounds ({n_dev} device(s) × {per_dev} "
+                            "chain(s) each)", logger) as progress:
+            for r in range(rounds):
+                t0 = time.perf_counter()
+                result = jax.block_until_ready(run(keys[r], data))
+                t_run += time.perf_counter() - t0
+                out.append(jax.tree.map(np.asarray, result))
+                progress.advance(message=f"round {r + 1} in {time.perf_counter() - t0:.1f} s")
 
     def chain_major(arrays):  # per round (n_dev[, per_dev], ...) → (chains, ...)
         lead = 2 if per_dev > 1 else 1
@@ -317,8 +323,7 @@ class BayesianNeuralNetworkFamily:
     name = "bnn"
 
     def fit(self, dataset: str, x: np.ndarray, target: np.ndarray, eval_index: np.ndarray,
-            settings: dict, rng: np.random.Generator,
-            progress: Callable[[str], None]) -> dict:
+            settings: dict, rng: np.random.Generator) -> dict:
         """Reference inputs (``settings["reference_inputs"]`` rows of the evaluation pool,
         without replacement) and the scale constant; ``target`` is not used."""
         start = time.perf_counter()
@@ -330,8 +335,8 @@ class BayesianNeuralNetworkFamily:
         ref_index = pool[rng.choice(pool.size, size=n_ref, replace=False)]
         x_ref = x[ref_index]
         a = scale_constant(x[pool], x_ref, hidden, rng, n_draws=int(settings["scale_draws"]))
-        progress(f"[{dataset}/bnn] H = {hidden}, {n_ref} reference inputs; "
-                 f"scale constant a = {a:.4g}")
+        logger.info("[%s/bnn] H = %d, %d reference inputs; scale constant a = %.4g", dataset,
+                    hidden, n_ref, a)
         return {"family": "bnn", "a": float(a), "hidden": hidden,
                 "reference_index": ref_index.tolist(), "reference_inputs": x_ref.tolist(),
                 "scale_draws": int(settings["scale_draws"]),
@@ -349,7 +354,7 @@ class BayesianNeuralNetworkFamily:
 
     def posterior(self, params: dict, x_train: np.ndarray, y_train: np.ndarray,
                   noise_var_train: np.ndarray, x_eval: np.ndarray, rng: np.random.Generator,
-                  settings: dict, progress: Callable[[str], None]) -> PosteriorResult:
+                  settings: dict) -> PosteriorResult:
         """NUTS draws of f at [x_eval; x_train], chain-major (``settings`` = ``posterior.bnn``:
         chains, warmup, samples, target_accept, max_tree_depth; optional chain_method)."""
         import jax
@@ -367,22 +372,24 @@ class BayesianNeuralNetworkFamily:
         max_tree_depth = int(settings["max_tree_depth"])
         method = settings.get("chain_method", "parallel")
         seed = int(rng.integers(2 ** 32))
-        progress(f"[bnn] NUTS: {chains} chains × ({warmup} warm-up + {samples} draws), "
-                 f"n = {x_train.shape[0]}, n_eval = {x_eval.shape[0]}, d = {x_train.shape[1]}, "
-                 f"H = {hidden}, {jax.local_device_count()} device(s), {method}")
+        logger.info("[bnn] NUTS: %d chains × (%d warm-up + %d draws), n = %d, n_eval = %d, "
+                    "d = %d, H = %d, %d device(s), %s", chains, warmup, samples,
+                    x_train.shape[0], x_eval.shape[0], x_train.shape[1], hidden,
+                    jax.local_device_count(), method)
         weights, summary = run_nuts(x_train, y_train, noise_var_train, x_ref, a, hidden, seed,
                                     chains=chains, warmup=warmup, samples=samples,
                                     target_accept=target_accept, max_tree_depth=max_tree_depth,
-                                    chain_method=method, progress=progress)
+                                    chain_method=method)
         t0 = time.perf_counter()
         draws = function_draws(weights, a, x_ref, np.concatenate([x_eval, x_train]))
         seconds_draws = time.perf_counter() - t0
         per_chain = summary["per_chain"]
-        progress(f"[bnn] done in {time.perf_counter() - start:.1f} s (warm-up "
-                 f"{summary['seconds_warmup']:.1f} s, sampling {summary['seconds_sampling']:.1f}"
-                 f" s, f draws {seconds_draws:.1f} s); divergences {per_chain['divergences']}, "
-                 f"step sizes {[round(s, 4) for s in per_chain['step_size']]}, mean steps "
-                 f"{[round(s, 1) for s in per_chain['mean_num_steps']]}")
+        logger.info(f"[bnn] done in {time.perf_counter() - start:.1f} s (warm-up "
+                    f"{summary['seconds_warmup']:.1f} s, sampling "
+                    f"{summary['seconds_sampling']:.1f} s, f draws {seconds_draws:.1f} s); "
+                    f"divergences {per_chain['divergences']}, step sizes "
+                    f"{[round(s, 4) for s in per_chain['step_size']]}, mean steps "
+                    f"{[round(s, 1) for s in per_chain['mean_num_steps']]}")
         out_settings: dict[str, Any] = {
             "sampler": "numpyro NUTS", "numpyro_version": numpyro.__version__,
             "jax_version": jax.__version__, **device_provenance(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from postrisk.grid.seeds import select_valid_seeds, usable_seeds
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
 from postrisk.tasks.store import validate_store
 
+logger = logging.getLogger(__name__)
+
 
 def fit_prior(dataset: str, prior: str, covariates: str | Path, settings: dict,
               out: str | Path) -> dict:
@@ -24,7 +27,7 @@ def fit_prior(dataset: str, prior: str, covariates: str | Path, settings: dict,
 
     cov = load_covariates(covariates)
     params = get_family(prior).fit(dataset, cov.x, cov.ds["target"].values, cov.eval_index,
-                                   settings, seeding.rng("prior", dataset, prior), print)
+                                   settings, seeding.rng("prior", dataset, prior))
     params.update({"dataset": dataset, "prior": prior})
     write_text_atomic(out, json.dumps(params, indent=2) + "\n")
     return params
@@ -51,7 +54,7 @@ def make_tasks(samples: Sequence[str | Path], settings: dict,
         raise ValueError(f"{len(samples)} sample stores for {len(outs)} task stores")
     for i, (sample, out) in enumerate(zip(samples, outs, strict=True), 1):
         if len(outs) > 1:
-            print(f"instance {i}/{len(outs)}: {sample}")
+            logger.info(f"instance {i}/{len(outs)}: {sample}")
         make_task(sample, settings, out)
 
 
@@ -64,8 +67,8 @@ def select_seeds(bnn_tasks: Sequence[str | Path], n_valid: int, out: str | Path)
         max_rhat[int(ds.attrs["seed"])] = float(ds["rhat"].max())
         cell = "/".join(str(ds.attrs[k]) for k in ("dataset", "noise", "coverage"))
     selection = select_valid_seeds(max_rhat, n_valid, cell=cell)
-    print(f"valid seeds {selection['valid']}; dropped {selection['dropped']} (max R̂ " +
-          ", ".join(f"{s}: {r:.3f}" for s, r in max_rhat.items()) + ")")
+    logger.info(f"valid seeds {selection['valid']}; dropped {selection['dropped']} (max R̂ " +
+                ", ".join(f"{s}: {r:.3f}" for s, r in max_rhat.items()) + ")")
     write_text_atomic(out, json.dumps(selection, indent=2) + "\n")
     return selection
 
@@ -132,8 +135,8 @@ def fit_condition(method: str, settings: dict, samples: Sequence[str | Path],
         ds = validate_store(path, kind="sample")
         record = run_fit(method, config, ds["x_train"].values, ds["y_train"].values,
                          ds["x_eval"].values, random_state=int(seed), n_threads=n_threads)
-        print(f"[{method}] seed {seed}: {record.status} in {record.fit_seconds:.2f} s"
-              + (f" — {record.error}" if record.error else ""))
+        logger.info(f"[{method}] seed {seed}: {record.status} in {record.fit_seconds:.2f} s"
+                    + (f" — {record.error}" if record.error else ""))
         records.append(record)
     write_zarr_atomic(fit_records_to_dataset(records, list(seeds)), out)
 
@@ -169,7 +172,7 @@ def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figur
     figures = {Path(f).stem.rsplit("_", 1)[-1]: str(f) for f in family_figures}
     result = write_checks(tasks, table, instances, figure, scale, np.random.default_rng(0),
                           n_valid, sensitivity, figures)
-    print(result.to_string())
+    logger.info("\n%s", result.to_string())
     return result
 
 
@@ -181,5 +184,5 @@ def report_scores(scores: Sequence[str | Path], instances: str, table: str, figu
 
     result = write_scores(scores, instances, table, figure, scale, np.random.default_rng(0),
                           sensitivity)
-    print(result.to_string())
+    logger.info("\n%s", result.to_string())
     return result
