@@ -203,6 +203,13 @@ def test_posterior_shape_precision_determinism_and_reuse(small_instance, caplog)
     assert res.settings["precision"] == "float64" and json.dumps(res.settings)
     assert (res.settings["backend"], res.settings["device_kind"]) == ("cpu", "cpu")
     assert lines[0].startswith("[bnn] NUTS: 2 chains") and lines[-1].startswith("[bnn] done")
+    # progress from inside the compiled loop: every tenth of the 60 iterations, after both
+    # devices (one chain each) got there, with the phase
+    steps = [line for line in lines if line.startswith("[bnn] NUTS iterations: ")
+             and " — " in line]
+    assert [s.split(": ")[1].split(" ")[0] for s in steps] == [f"{k}/60" for k in
+                                                               range(6, 61, 6)]
+    assert steps[0].endswith("warm-up 6/40") and steps[-1].endswith("sampling 20/20")
     # chains differ (own prior initialisation and keys)
     assert not np.array_equal(res.draws[:20], res.draws[20:])
     again = fam.posterior(params, x_train, y, nv, x_eval, np.random.default_rng(0), SHORT_NUTS)
