@@ -26,9 +26,9 @@ _T_START = time.perf_counter()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 
 from postrisk.core.jax_env import use_host_devices  # noqa: E402
+from postrisk.core.progress import terminal_logging  # noqa: E402
 
 PRESETS = {
     # paper scale: n ≈ 2,000, n_eval 1,500, d = 8; a shortened run, extrapolated
@@ -46,8 +46,8 @@ NOISE_TO_SIGNAL = 0.23
 
 def bnn_benchmark(n: int = 2000, n_eval: int = 1500, d: int = 8, run_chains: int = 2,
                   run_warmup: int = 60, run_samples: int = 20, target_chains: int = 4,
-                  target_warmup: int = 500, target_samples: int = 250, seed: int = 0,
-                  progress: Callable[[str], None] = print) -> dict:
+                  target_warmup: int = 500, target_samples: int = 250,
+                  seed: int = 0) -> dict:
     """Run one BNN posterior with the ``run_*`` settings; extrapolate to ``target_*``."""
     import jax
     import numpy as np
@@ -59,7 +59,7 @@ def bnn_benchmark(n: int = 2000, n_eval: int = 1500, d: int = 8, run_chains: int
     fam = BayesianNeuralNetworkFamily()
     x = rng.uniform(size=(n_eval + n, d))
     eval_index = np.arange(n_eval)
-    params = fam.fit("benchmark", x, None, eval_index, FIT_SETTINGS, rng, progress)
+    params = fam.fit("benchmark", x, None, eval_index, FIT_SETTINGS, rng)
     f = fam.sample(params, x, rng)
     noise_var = 0.5 + 2.5 * rng.uniform(size=n)  # a 1:6 range
     noise_var *= NOISE_TO_SIGNAL / noise_var.mean()
@@ -68,7 +68,7 @@ def bnn_benchmark(n: int = 2000, n_eval: int = 1500, d: int = 8, run_chains: int
                 "target_accept": 0.9, "max_tree_depth": 10}
     t0 = time.perf_counter()
     res = fam.posterior(params, x[n_eval:], y, noise_var, x[:n_eval], np.random.default_rng(1),
-                        settings, progress)
+                        settings)
     seconds_posterior = time.perf_counter() - t0
     s = res.settings
     pc = s["per_chain"]
@@ -122,7 +122,8 @@ def main() -> None:
     use_host_devices(args.devices)
     kwargs = {k: (getattr(args, k) if getattr(args, k) is not None else v)
               for k, v in PRESETS[args.preset].items()}
-    out = bnn_benchmark(**kwargs, seed=args.seed)
+    with terminal_logging():  # the posterior's progress on stderr
+        out = bnn_benchmark(**kwargs, seed=args.seed)
     print(json.dumps(out, indent=1))
 
 

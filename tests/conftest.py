@@ -23,5 +23,4 @@ def offline_covariates():
     from postrisk.covariates import FetchSettings, build_covariates
 
     settings = FetchSettings(prefer_offline_package=True)
-    return {name: build_covariates(name, settings, progress=lambda _: None)
-            for name in OFFLINE_DATASETS}
+    return {name: build_covariates(name, settings) for name in OFFLINE_DATASETS}

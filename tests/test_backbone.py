@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 
 import jax
 import jax.numpy as jnp
@@ -186,18 +187,22 @@ def test_member_rows_train_each_member_on_its_rows():
         np.testing.assert_allclose(p_all["out"]["w"][i], p_i["out"]["w"], rtol=1e-4, atol=1e-5)
 
 
-def test_full_batch_with_any_optax_optimizer_reduces_the_loss():
+def test_full_batch_with_any_optax_optimizer_reduces_the_loss(caplog):
     spec = BackboneSpec(in_dim=2, width=8, depth=2, residual=False, activation="relu", out_dim=1)
     x, y, loss_fn = _mse_problem(spec)
     schedule = optax.warmup_cosine_decay_schedule(0.0, 1e-2, 5, 60, 0.0)
     optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule))
     params, state = init_backbone(spec, jax.random.PRNGKey(0))
-    lines = []
+    caplog.set_level(logging.INFO, logger="postrisk")
     _, _, history = train(loss_fn, params, state, x, y / 20.0, optimizer=optimizer, n_epochs=60,
-                          batch_size=None, key=jax.random.PRNGKey(0), progress=lines.append)
+                          batch_size=None, key=jax.random.PRNGKey(0), label="toy: epochs")
     assert history["loss"].shape == (60,)
     assert history["loss"][-1] < 0.5 * history["loss"][0]
-    assert len(lines) == 10 and lines[-1].startswith("epoch 60/60")
+    # progress: a start line, one line per chunk of 6 epochs (each a tenth), a final line
+    lines = [r.getMessage() for r in caplog.records if r.name == "postrisk.methods.nn.train"]
+    assert len(lines) == 12 and lines[0] == "toy: epochs: 60 steps"
+    assert lines[10].startswith("toy: epochs: 60/60 (100%)") and "loss" in lines[10]
+    assert lines[11].startswith("toy: epochs: done, 60/60 steps in ")
 
 
 def test_steps_per_epoch():

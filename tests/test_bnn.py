@@ -4,6 +4,7 @@ short NUTS posterior (shape, precision, determinism, compiled-code reuse, inform
 from __future__ import annotations
 
 import json
+import logging
 import math
 
 import jax
@@ -110,19 +111,17 @@ def test_fit_reads_settings_stores_reference_rows_and_is_json_able():
     eval_index = np.sort(rng.choice(300, size=120, replace=False))
     settings = {"hidden": 7, "reference_inputs": 11, "scale_draws": 30}
     fam = BayesianNeuralNetworkFamily()
-    params = fam.fit("toy", x, None, eval_index, settings, np.random.default_rng(9),
-                     lambda _: None)
+    params = fam.fit("toy", x, None, eval_index, settings, np.random.default_rng(9))
     assert json.loads(json.dumps(params)) == params
     assert params["family"] == "bnn" and params["hidden"] == 7 and params["scale_draws"] == 30
     ref = np.asarray(params["reference_index"])
     assert ref.size == 11 and np.unique(ref).size == 11 and np.isin(ref, eval_index).all()
     np.testing.assert_array_equal(np.asarray(params["reference_inputs"]), x[ref])
-    again = fam.fit("toy", x, np.zeros(300), eval_index, settings, np.random.default_rng(9),
-                    lambda _: None)
+    again = fam.fit("toy", x, np.zeros(300), eval_index, settings, np.random.default_rng(9))
     assert {k: v for k, v in again.items() if k != "seconds"} == \
            {k: v for k, v in params.items() if k != "seconds"}
     with pytest.raises(ValueError, match="reference inputs"):
-        fam.fit("toy", x, None, eval_index[:10], settings, rng, lambda _: None)
+        fam.fit("toy", x, None, eval_index[:10], settings, rng)
 
 
 def test_scale_constant_is_one_over_median_sd_of_unit_draws():
@@ -142,8 +141,7 @@ def test_fitted_scale_makes_median_sd_over_pool_one_for_independent_draws():
     x = rng.uniform(size=(400, 8))
     eval_index = np.arange(100, 400)
     fam = BayesianNeuralNetworkFamily()
-    params = fam.fit("toy", x, None, eval_index, {**FIT_SETTINGS, "scale_draws": 2000}, rng,
-                     lambda _: None)
+    params = fam.fit("toy", x, None, eval_index, {**FIT_SETTINGS, "scale_draws": 2000}, rng)
     draw_rng = np.random.default_rng(8)
     sds = [np.std(fam.sample(params, x[eval_index], draw_rng)) for _ in range(2000)]
     assert np.median(sds) == pytest.approx(1.0, abs=0.08)
@@ -153,7 +151,7 @@ def test_sample_is_deterministic_float64_and_b_is_standard_normal():
     rng = np.random.default_rng(10)
     x = rng.uniform(size=(200, 2))
     fam = BayesianNeuralNetworkFamily()
-    params = fam.fit("toy", x, None, np.arange(200), FIT_SETTINGS, rng, lambda _: None)
+    params = fam.fit("toy", x, None, np.arange(200), FIT_SETTINGS, rng)
     one = fam.sample(params, x[:30], np.random.default_rng(3))
     assert one.shape == (30,) and one.dtype == np.float64
     np.testing.assert_array_equal(one, fam.sample(params, x[:30], np.random.default_rng(3)))
@@ -180,7 +178,7 @@ def small_instance():
     rng = np.random.default_rng(11)
     x = rng.uniform(size=(120, 2))
     fam = BayesianNeuralNetworkFamily()
-    params = fam.fit("toy", x, None, np.arange(100), FIT_SETTINGS, rng, lambda _: None)
+    params = fam.fit("toy", x, None, np.arange(100), FIT_SETTINGS, rng)
     f = fam.sample(params, x, rng)
     x_eval, x_train = x[:5], x[100:]
     nv = np.full(20, 0.05)
@@ -188,12 +186,12 @@ def small_instance():
     return fam, params, x_train, y, nv, x_eval
 
 
-def test_posterior_shape_precision_determinism_and_reuse(small_instance):
+def test_posterior_shape_precision_determinism_and_reuse(small_instance, caplog):
     fam, params, x_train, y, nv, x_eval = small_instance
     before = jax.config.jax_enable_x64
-    lines: list[str] = []
-    res = fam.posterior(params, x_train, y, nv, x_eval, np.random.default_rng(0), SHORT_NUTS,
-                        lines.append)
+    caplog.set_level(logging.INFO, logger="postrisk")
+    res = fam.posterior(params, x_train, y, nv, x_eval, np.random.default_rng(0), SHORT_NUTS)
+    lines = [r.getMessage() for r in caplog.records if r.name == "postrisk.priors.bnn"]
     assert jax.config.jax_enable_x64 == before  # x64 only inside the call
     assert res.chains == 2 and res.draws.shape == (40, 25) and res.draws.dtype == np.float64
     assert res.mean.dtype == np.float64 and np.all(np.isfinite(res.draws))
@@ -204,15 +202,21 @@ def test_posterior_shape_precision_determinism_and_reuse(small_instance):
         assert len(per_chain[key]) == 2, key
     assert res.settings["precision"] == "float64" and json.dumps(res.settings)
     assert (res.settings["backend"], res.settings["device_kind"]) == ("cpu", "cpu")
-    assert len(lines) >= 2 and lines[0].startswith("[bnn] NUTS")
+    assert lines[0].startswith("[bnn] NUTS: 2 chains") and lines[-1].startswith("[bnn] done")
+    # progress from inside the compiled loop: every tenth of the 60 iterations, after both
+    # devices (one chain each) got there, with the phase
+    steps = [line for line in lines if line.startswith("[bnn] NUTS iterations: ")
+             and " — " in line]
+    assert [s.split(": ")[1].split(" ")[0] for s in steps] == [f"{k}/60" for k in
+                                                               range(6, 61, 6)]
+    assert steps[0].endswith("warm-up 6/40") and steps[-1].endswith("sampling 20/20")
     # chains differ (own prior initialisation and keys)
     assert not np.array_equal(res.draws[:20], res.draws[20:])
-    again = fam.posterior(params, x_train, y, nv, x_eval, np.random.default_rng(0), SHORT_NUTS,
-                          lambda _: None)
+    again = fam.posterior(params, x_train, y, nv, x_eval, np.random.default_rng(0), SHORT_NUTS)
     np.testing.assert_array_equal(res.draws, again.draws)
     assert again.settings["seconds_compile"] == 0.0  # same shapes: compiled code reused
     other = fam.posterior(params, x_train, y + 0.1, nv, x_eval, np.random.default_rng(1),
-                          SHORT_NUTS, lambda _: None)
+                          SHORT_NUTS)
     assert other.settings["seconds_compile"] == 0.0
     assert not np.array_equal(res.draws, other.draws)
 
@@ -224,15 +228,14 @@ def test_posterior_with_informative_data_interpolates():
     rng = np.random.default_rng(12)
     fam = BayesianNeuralNetworkFamily()
     x = rng.uniform(size=(300, 1))
-    params = fam.fit("toy", x, None, np.arange(300), FIT_SETTINGS, rng, lambda _: None)
+    params = fam.fit("toy", x, None, np.arange(300), FIT_SETTINGS, rng)
     x_train = np.linspace(0, 1, 60)[:, None]
     x_eval = np.array([[0.205], [0.5], [0.805]])
     f = fam.sample(params, np.concatenate([x_eval, x_train]), rng)
     nv = np.full(60, 0.02 ** 2)
     y = f[3:] + 0.02 * rng.standard_normal(60)
     settings = {**SHORT_NUTS, "warmup": 150, "samples": 50}
-    res = fam.posterior(params, x_train, y, nv, x_eval, np.random.default_rng(0), settings,
-                        lambda _: None)
+    res = fam.posterior(params, x_train, y, nv, x_eval, np.random.default_rng(0), settings)
     mean_train = res.mean[3:]
     assert np.sqrt(np.mean((mean_train - y) ** 2)) < 0.05
     assert np.max(np.abs(res.mean[:3] - f[:3])) < 0.1

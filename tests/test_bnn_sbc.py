@@ -39,7 +39,7 @@ def params() -> dict:
     rng = np.random.default_rng(2024)
     pool = rng.uniform(size=(N_POOL, D))
     return BayesianNeuralNetworkFamily().fit("sbc", pool, None, np.arange(N_POOL),
-                                             FIT_SETTINGS, rng, lambda _: None)
+                                             FIT_SETTINGS, rng)
 
 
 def _sbc(params: dict, n_instances: int = N_INSTANCES, noise_var_factor: float = 1.0,
@@ -55,7 +55,7 @@ def _sbc(params: dict, n_instances: int = N_INSTANCES, noise_var_factor: float =
         if prior:
             return np.stack([fam.sample(params, x, rng) for _ in range(N_DRAWS)])
         res = fam.posterior(params, x[N_EVAL:], inst["y"], inst["nv"] * noise_var_factor,
-                            x[:N_EVAL], rng, SETTINGS, lambda _: None)
+                            x[:N_EVAL], rng, SETTINGS)
         # chain-major: thinning every chain keeps whole chains consecutive
         draws = res.draws.reshape(SETTINGS["chains"], SETTINGS["samples"], -1)[:, ::THIN]
         return draws.reshape(N_DRAWS, -1)

@@ -1,5 +1,6 @@
 """Deep kernel learning (``dkl``): exact GP algebra on the features, training, target units."""
 
+import logging
 import math
 
 import numpy as np
@@ -150,9 +151,8 @@ def test_a_failed_cholesky_is_nan_in_the_objective_and_an_error_in_the_posterior
 def test_untrained_method_is_the_exact_gp_on_its_features():
     x, y = data(60, d=2, seed=2)
     x_eval = np.vstack([data(20, d=2, seed=3)[0], [[3.0, -3.0]]])
-    model = DeepKernelLearning(num_iters=0, warmup_steps=0, progress=None,
-                               noise_std=0.4, base_kernel_variance=2.0,
-                               base_kernel_lengthscale=0.7).fit(x, y)
+    model = DeepKernelLearning(num_iters=0, warmup_steps=0, noise_std=0.4,
+                               base_kernel_variance=2.0, base_kernel_lengthscale=0.7).fit(x, y)
     assert model.loss_history_.size == 0
     m_y, s_y = y.mean(), y.std()
     t = (y - m_y) / s_y
@@ -173,7 +173,7 @@ def test_untrained_method_is_the_exact_gp_on_its_features():
 @pytest.fixture(scope="module")
 def trained():
     x, y = data(150, d=2, seed=4)
-    return x, y, DeepKernelLearning(random_state=0, progress=None, **QUICK).fit(x, y)
+    return x, y, DeepKernelLearning(random_state=0, **QUICK).fit(x, y)
 
 
 def test_training_increases_the_marginal_likelihood(trained):
@@ -188,8 +188,8 @@ def test_training_increases_the_marginal_likelihood(trained):
 
 def test_same_seed_same_predictions_other_seed_differs(trained):
     x, y, model = trained
-    again = DeepKernelLearning(random_state=0, progress=None, **QUICK).fit(x, y)
-    other = DeepKernelLearning(random_state=1, progress=None, **QUICK).fit(x, y)
+    again = DeepKernelLearning(random_state=0, **QUICK).fit(x, y)
+    other = DeepKernelLearning(random_state=1, **QUICK).fit(x, y)
     p0, p1, p2 = model.predict(x[:30]), again.predict(x[:30]), other.predict(x[:30])
     for key in ("mean", "aleatoric_var", "epistemic_var"):
         np.testing.assert_array_equal(getattr(p0, key), getattr(p1, key))
@@ -198,14 +198,14 @@ def test_same_seed_same_predictions_other_seed_differs(trained):
 
 def test_output_is_in_target_units(trained):
     x, y, model = trained
-    scaled = DeepKernelLearning(random_state=0, progress=None, **QUICK).fit(x, 10 * y + 3)
+    scaled = DeepKernelLearning(random_state=0, **QUICK).fit(x, 10 * y + 3)
     p, q = model.predict(x[:40]), scaled.predict(x[:40])
     np.testing.assert_allclose(q.mean, 10 * p.mean + 3, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(q.aleatoric_var, 100 * p.aleatoric_var, rtol=1e-5)
     np.testing.assert_allclose(q.epistemic_var, 100 * p.epistemic_var, rtol=1e-4, atol=1e-8)
 
 
-def test_shapes_non_negative_and_progress(trained):
+def test_shapes_non_negative_and_progress(trained, caplog):
     x, y, model = trained
     pred = model.predict(np.vstack([x[:5], np.full((3, 2), 10.0)]))
     for key in ("mean", "aleatoric_var", "epistemic_var"):
@@ -213,34 +213,36 @@ def test_shapes_non_negative_and_progress(trained):
         assert np.isfinite(getattr(pred, key)).all()
     assert (pred.aleatoric_var > 0).all() and (pred.epistemic_var >= 0).all()
     assert np.ptp(pred.aleatoric_var) == 0
-    lines = []
-    DeepKernelLearning(progress=lines.append, **QUICK).fit(x, y)
-    assert len(lines) >= 10 and sum("loss" in line for line in lines) >= 10
+    caplog.set_level(logging.INFO, logger="postrisk")
+    DeepKernelLearning(**QUICK).fit(x, y)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("postrisk.methods")]
+    assert sum(line.startswith("[dkl] iterations: ") and "loss" in line for line in lines) == 10
+    assert lines[0].startswith("[dkl] n = ") and lines[-1].startswith("[dkl] trained in")
 
 
 def test_bad_inputs_raise():
     x, y = data(60, d=2, seed=5)
     with pytest.raises(ValueError, match="2-D"):
-        DeepKernelLearning(progress=None).fit(x[:, 0], y)
+        DeepKernelLearning().fit(x[:, 0], y)
     with pytest.raises(ValueError, match="shape"):
-        DeepKernelLearning(progress=None).fit(x, y[:-1])
+        DeepKernelLearning().fit(x, y[:-1])
     with pytest.raises(ValueError, match="non-finite"):
-        DeepKernelLearning(progress=None).fit(x, np.r_[y[:-1], np.nan])
+        DeepKernelLearning().fit(x, np.r_[y[:-1], np.nan])
     with pytest.raises(ValueError, match="feature_space_dim"):
-        DeepKernelLearning(progress=None, feature_space_dim=0).fit(x, y)
+        DeepKernelLearning(feature_space_dim=0).fit(x, y)
     with pytest.raises(ValueError, match="noise_std"):
-        DeepKernelLearning(progress=None, noise_std=-1.0).fit(x, y)
+        DeepKernelLearning(noise_std=-1.0).fit(x, y)
     with pytest.raises(ValueError, match="warmup_steps"):
-        DeepKernelLearning(progress=None, num_iters=10, warmup_steps=20).fit(x, y)
+        DeepKernelLearning(num_iters=10, warmup_steps=20).fit(x, y)
     with pytest.raises(TypeError, match="unknown"):
-        DeepKernelLearning(progress=None, learning_rate=1.0)
-    model = DeepKernelLearning(progress=None, num_iters=0, warmup_steps=0).fit(x, y)
+        DeepKernelLearning(learning_rate=1.0)
+    model = DeepKernelLearning(num_iters=0, warmup_steps=0).fit(x, y)
     with pytest.raises(ValueError, match="features"):
         model.predict(x[:, :1])
     with pytest.raises(ValueError, match="non-finite"):
         model.predict(np.full((2, 2), np.inf))
     with pytest.raises(RuntimeError, match="before fit"):
-        DeepKernelLearning(progress=None).predict(x)
+        DeepKernelLearning().predict(x)
 
 
 def test_run_fit_is_ok():

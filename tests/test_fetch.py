@@ -90,7 +90,7 @@ def test_openml_download_parse_and_cache(tmp_path):
     with FakeSources() as server:
         openml_routes(server, DIAMONDS_ARFF.encode())
         cfg = settings(tmp_path, server.url)
-        raw = load_raw_table(spec, cfg, progress=lambda _: None)
+        raw = load_raw_table(spec, cfg)
         assert raw.origin == "download"
         assert list(raw.frame.columns)[:3] == ["carat", "cut", "color"]
         assert raw.frame["cut"].tolist()[3] == "Very Good"
@@ -100,9 +100,9 @@ def test_openml_download_parse_and_cache(tmp_path):
         record = json.loads(path.with_name(path.name + ".json").read_text())
         assert record["sha256"] == hashlib.sha256(DIAMONDS_ARFF.encode()).hexdigest()
         hits = sum(server.hits.values())
-        again = load_raw_table(spec, cfg, progress=lambda _: None)
+        again = load_raw_table(spec, cfg)
         assert again.origin == "cache" and sum(server.hits.values()) == hits
-    ds = covariates_from_raw(spec, raw, n_eval_cap=2, progress=lambda _: None)
+    ds = covariates_from_raw(spec, raw, n_eval_cap=2)
     assert ds.sizes["feature"] == 6 and ds.sizes["row"] == 5  # the row with '?' is removed
 
 
@@ -110,8 +110,8 @@ def test_uci_download_and_cleaning(tmp_path):
     spec = get_dataset("abalone")
     with FakeSources() as server:
         uci_routes(server)
-        raw = load_raw_table(spec, settings(tmp_path, server.url), progress=lambda _: None)
-    ds = covariates_from_raw(spec, raw, n_eval_cap=2, progress=lambda _: None)
+        raw = load_raw_table(spec, settings(tmp_path, server.url))
+    ds = covariates_from_raw(spec, raw, n_eval_cap=2)
     assert list(ds["feature"].values) == list(spec.columns)  # Sex is outside the column list
     assert ds.sizes["row"] == 5
     np.testing.assert_allclose(ds["target"].values, [15, 7, 9, 10, 7])
@@ -123,7 +123,7 @@ def test_server_md5_mismatch_refused(tmp_path):
         openml_routes(server, DIAMONDS_ARFF.encode(), md5="0" * 32)
         cfg = settings(tmp_path, server.url)
         with pytest.raises(ChecksumMismatch, match="md5"):
-            load_raw_table(spec, cfg, progress=lambda _: None)
+            load_raw_table(spec, cfg)
     assert not raw_path(spec, cfg.raw_dir).exists(), "a refused download must not be cached"
 
 
@@ -132,7 +132,7 @@ def test_pinned_sha256_mismatch_refused(tmp_path):
     with FakeSources() as server:
         openml_routes(server, DIAMONDS_ARFF.encode())
         with pytest.raises(ChecksumMismatch, match="pins"):
-            load_raw_table(spec, settings(tmp_path, server.url), progress=lambda _: None)
+            load_raw_table(spec, settings(tmp_path, server.url))
 
 
 def test_corrupted_cache_refused(tmp_path):
@@ -140,11 +140,11 @@ def test_corrupted_cache_refused(tmp_path):
     with FakeSources() as server:
         openml_routes(server, DIAMONDS_ARFF.encode())
         cfg = settings(tmp_path, server.url)
-        load_raw_table(spec, cfg, progress=lambda _: None)
+        load_raw_table(spec, cfg)
     path = raw_path(spec, cfg.raw_dir)
     path.write_bytes(path.read_bytes().replace(b"0.23", b"9.99"))
     with pytest.raises(ChecksumMismatch, match="changed or is corrupt"):
-        load_raw_table(spec, cfg, progress=lambda _: None)
+        load_raw_table(spec, cfg)
 
 
 def test_retries_then_success_and_final_404(tmp_path):
@@ -152,14 +152,12 @@ def test_retries_then_success_and_final_404(tmp_path):
     with FakeSources() as server:
         uci_routes(server)
         server.failures["/api/dataset?id=1"] = [503]
-        raw = load_raw_table(spec, settings(tmp_path, server.url, retries=2),
-                             progress=lambda _: None)
+        raw = load_raw_table(spec, settings(tmp_path, server.url, retries=2))
         assert raw.origin == "download" and server.hits["/api/dataset?id=1"] == 2
     spec = get_dataset("airfoil")  # not served: 404 is final, no retries
     with FakeSources() as server:
         with pytest.raises(CovariateSourceUnavailable, match="HTTP 404"):
-            load_raw_table(spec, settings(tmp_path, server.url, retries=3),
-                           progress=lambda _: None)
+            load_raw_table(spec, settings(tmp_path, server.url, retries=3))
         assert server.hits["/api/dataset?id=291"] == 1
 
 
@@ -168,7 +166,7 @@ def test_offline_without_copy_names_dataset_url_and_path(tmp_path):
     url = closed_port_url()
     cfg = settings(tmp_path, url)
     with pytest.raises(CovariateSourceUnavailable) as err:
-        load_raw_table(spec, cfg, progress=lambda _: None)
+        load_raw_table(spec, cfg)
     message = str(err.value)
     assert "'kin8nm'" in message
     assert f"{url}/api/v1/json/data/44980" in message
@@ -181,11 +179,11 @@ def test_user_placed_file_wins(tmp_path):
     path = raw_path(spec, cfg.raw_dir)
     path.parent.mkdir(parents=True)
     path.write_text(DIAMONDS_ARFF)
-    raw = load_raw_table(spec, cfg, progress=lambda _: None)
+    raw = load_raw_table(spec, cfg)
     assert raw.origin == "user" and len(raw.frame) == 6
     record = json.loads(path.with_name(path.name + ".json").read_text())
     assert record["origin"] == "user" and record["sha256"] == raw.sha256
-    assert load_raw_table(spec, cfg, progress=lambda _: None).origin == "user"
+    assert load_raw_table(spec, cfg).origin == "user"
 
 
 def test_verify_covariates_reports_mismatch(tmp_path):
@@ -193,8 +191,7 @@ def test_verify_covariates_reports_mismatch(tmp_path):
 
     with FakeSources() as server:
         openml_routes(server, DIAMONDS_ARFF.encode())
-        report = verify_covariates("diamonds", settings(tmp_path, server.url),
-                                   progress=lambda _: None)
+        report = verify_covariates("diamonds", settings(tmp_path, server.url))
     assert not report.verified
     assert report.d == 6 and report.N == 5
     assert any("N = 5" in p for p in report.problems)

@@ -80,10 +80,9 @@ def test_real_task_store_posterior_is_reproduced(offline_covariates):
     cov = Covariates(offline_covariates["concrete"])
     kernel = _random_kernel(np.random.default_rng(5), cov.x.shape[1])
     params = {"family": "gp", "kernel": kernel.to_dict(), "a": 1.3}
-    quiet = {"progress": lambda _: None}
     sample = build_sample(TaskKey("concrete", "gp", "homoscedastic", "balanced", 0), cov,
-                          params, 120, **quiet)
-    task = build_task(sample, {"draws": 40}, **quiet)
+                          params, 120)
+    task = build_task(sample, {"draws": 40})
     nv = task["noise_var_train"].values
     assert np.ptp(nv) <= 1e-12 * nv.max()
     y = task["y_train"].values

@@ -143,8 +143,8 @@ def problem(points):
 def posterior(problem):
     params, xtr, y, nv, xev, _ = problem
     fam = hbart.HeteroscedasticBartFamily()
-    runs = [fam.posterior(params, xtr, y, nv, xev, np.random.default_rng(21), SETTINGS,
-                          lambda _: None) for _ in range(2)]
+    runs = [fam.posterior(params, xtr, y, nv, xev, np.random.default_rng(21), SETTINGS)
+            for _ in range(2)]
     return runs
 
 
@@ -212,8 +212,7 @@ def test_sample_and_fit(points):
                 "n_cutpoints": 255, "scale_draws": 100}
     x = np.random.default_rng(0).uniform(-0.05, 1.05, size=(300, D))  # a few out of range
     eval_index = np.arange(0, 300, 2)
-    params = fam.fit("toy", x, np.zeros(300), eval_index, settings, np.random.default_rng(1),
-                     lambda _: None)
+    params = fam.fit("toy", x, np.zeros(300), eval_index, settings, np.random.default_rng(1))
     assert params["family"] == "hbart" and np.isfinite(params["a"]) and params["a"] > 0
     for key in ("num_trees", "max_depth", "base", "power", "n_cutpoints", "scale_draws"):
         assert params[key] == settings[key]
@@ -234,6 +233,6 @@ def test_x64_on_is_refused(problem):
     try:
         with pytest.raises(RuntimeError, match="x64"):
             hbart.HeteroscedasticBartFamily().posterior(
-                params, xtr, y, nv, xev, np.random.default_rng(0), SETTINGS, lambda _: None)
+                params, xtr, y, nv, xev, np.random.default_rng(0), SETTINGS)
     finally:
         jax.config.update("jax_enable_x64", False)

@@ -47,7 +47,7 @@ def _sbc(noise_var_factor: float = 1.0, prior: bool = False,
         if prior:
             return np.stack([fam.sample(PARAMS, x, rng) for _ in range(N_DRAWS)])
         return fam.posterior(PARAMS, x[N_EVAL:], inst["y"], inst["nv"] * noise_var_factor,
-                             x[:N_EVAL], rng, SETTINGS, lambda _: None).draws
+                             x[:N_EVAL], rng, SETTINGS).draws
 
     return run_sbc(instance, draws_of, n_instances, N_DRAWS)
 

@@ -32,8 +32,7 @@ def test_store_round_trip_and_determinism(tmp_path, offline_covariates):
     back = load_covariates(path).ds
     for var in ("x", "eval_index", "shell", "pc1_score", "scale_min"):
         assert (back[var].values == ds[var].values).all()
-    again = build_covariates("concrete", FetchSettings(prefer_offline_package=True),
-                             progress=lambda _: None)
+    again = build_covariates("concrete", FetchSettings(prefer_offline_package=True))
     assert (again["eval_index"].values == ds["eval_index"].values).all()
     assert (again["x"].values == ds["x"].values).all()
     assert not list(tmp_path.glob(".*tmp*")), "temporary store left behind"
@@ -50,7 +49,7 @@ def test_offline_tables_load_concurrently_without_touching_home(tmp_path):
     home.mkdir()
     code = ("import sys; from postrisk.covariates import FetchSettings, get_dataset, "
             "load_raw_table; raw = load_raw_table(get_dataset(sys.argv[1]), "
-            "FetchSettings(prefer_offline_package=True), progress=lambda _: None); "
+            "FetchSettings(prefer_offline_package=True)); "
             "print(sys.argv[1], raw.frame.shape, raw.origin)")
     env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
            "XDG_CONFIG_HOME": str(home / ".config")}

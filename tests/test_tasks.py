@@ -28,9 +28,8 @@ def gp_params(concrete):
 
 def test_regeneration_is_bit_identical(concrete, gp_params):
     key = TaskKey("concrete", "gp", "bump", "ood", 3)
-    quiet = {"progress": lambda _: None}
-    a = build_task(build_sample(key, concrete, gp_params, 100, **quiet), {"draws": 50}, **quiet)
-    b = build_task(build_sample(key, concrete, gp_params, 100, **quiet), {"draws": 50}, **quiet)
+    a = build_task(build_sample(key, concrete, gp_params, 100), {"draws": 50})
+    b = build_task(build_sample(key, concrete, gp_params, 100), {"draws": 50})
     for name in ("train_index", "y_train", "f_true_eval", "noise_var_eval", "posterior_draws",
                  "posterior_mean", "posterior_var"):
         assert np.array_equal(a[name].values, b[name].values), name
@@ -39,10 +38,8 @@ def test_regeneration_is_bit_identical(concrete, gp_params):
 
 def test_instances_differing_in_noise_mode_are_independent(concrete, gp_params):
     n = 300
-    s1 = build_sample(TaskKey("concrete", "gp", "bump", "balanced", 0), concrete, gp_params, n,
-                      progress=lambda _: None)
-    s2 = build_sample(TaskKey("concrete", "gp", "edges", "balanced", 0), concrete, gp_params, n,
-                      progress=lambda _: None)
+    s1 = build_sample(TaskKey("concrete", "gp", "bump", "balanced", 0), concrete, gp_params, n)
+    s2 = build_sample(TaskKey("concrete", "gp", "edges", "balanced", 0), concrete, gp_params, n)
     assert not np.allclose(s1["f_true_eval"].values, s2["f_true_eval"].values)
     assert abs(np.corrcoef(s1["f_true_eval"].values, s2["f_true_eval"].values)[0, 1]) < 0.5
     # training sets: per shell k_s of N_s candidates drawn independently twice; the overlap
@@ -57,8 +54,7 @@ def test_instances_differing_in_noise_mode_are_independent(concrete, gp_params):
 
 
 def test_store_validation_catches_broken_stores(concrete, gp_params):
-    sample = build_sample(TaskKey("concrete", "gp", "bump", "balanced", 0), concrete, gp_params,
-                          80, progress=lambda _: None)
+    sample = build_sample(TaskKey("concrete", "gp", "bump", "balanced", 0), concrete, gp_params, 80)
     validate_store(sample, kind="sample")
     with pytest.raises(StoreValidationError, match="missing variable 'posterior_draws'"):
         validate_store(sample, kind="task")
@@ -87,14 +83,13 @@ def test_generated_instances_have_no_evaluation_point_among_training_inputs(conc
     from postrisk.covariates.pools import shared_values
 
     for coverage in ("balanced", "ood"):
-        s = build_sample(TaskKey("concrete", "gp", "bump", coverage, 0), concrete, gp_params,
-                         348, progress=lambda _: None)
+        s = build_sample(TaskKey("concrete", "gp", "bump", coverage, 0), concrete, gp_params, 348)
         assert shared_values(s["x_train"].values, s["x_eval"].values) == 0
 
 
 def test_noise_parameters_stored_and_mean_matches(concrete, gp_params):
     s = build_sample(TaskKey("concrete", "gp", "smooth_monotone", "balanced", 1), concrete,
-                     gp_params, 100, progress=lambda _: None)
+                     gp_params, 100)
     noise = json.loads(s.attrs["noise_model"])
     assert noise["mode"] == "smooth_monotone" and noise["noise_to_signal"] == 0.23
     assert abs(s["noise_var_eval"].values.mean() - 0.23) < 1e-10
@@ -125,7 +120,7 @@ def _sbc(control: str | None, seed: int = 0):
         else:
             cond_var = 2 * noise_var if control == "noise_x2" else noise_var
             draws = family.posterior(params, x[n_eval:], y, cond_var, x[:n_eval], rng,
-                                     {"draws": D_SBC}, lambda _: None).draws
+                                     {"draws": D_SBC}).draws
         j = rng.integers(n_eval)
         col = (j + 1 + rng.integers(n_eval - 1)) % n_eval if control == "permuted_index" else j
         ranks_f.append(diagnostics.rank_of_truth(draws[:, [col]], f[[j]])[0])
@@ -147,22 +142,21 @@ def test_negative_controls_fail_the_same_check(control):
 
 
 def test_provenance_of_the_gp_factors_and_the_config_digests(concrete, gp_params):
-    quiet = {"progress": lambda _: None}
     sample = build_sample(TaskKey("concrete", "gp", "bump", "ood", 2), concrete, gp_params, 60,
-                          config_digest="sample-digest", **quiet)
+                          config_digest="sample-digest")
     truth = json.loads(sample.attrs["f_true_sampler"])
     assert truth["method"] in ("cholesky", "eigh") and "jitter" in truth
     assert truth["n_unique"] == np.unique(np.concatenate(
         [sample["x_eval"].values, sample["x_train"].values]), axis=0).shape[0]
-    a = build_task(sample, {"draws": 50}, **quiet)
+    a = build_task(sample, {"draws": 50})
     settings = json.loads(a.attrs["sampler_settings"])
     assert settings["covariance_factor"]["method"] in ("cholesky", "eigh")
     assert "jitter" in settings["covariance_factor"]
     assert settings["backend"] == "scipy" and settings["device_kind"] == "cpu"
     # the task store's own digest covers its posterior settings; the sample's is kept
     assert a.attrs["sample_config_digest"] == "sample-digest"
-    b = build_task(sample, {"draws": 60}, **quiet)
-    same = build_task(sample, {"draws": 50}, **quiet)
+    b = build_task(sample, {"draws": 60})
+    same = build_task(sample, {"draws": 50})
     assert a.attrs["config_digest"] != b.attrs["config_digest"]
     assert a.attrs["config_digest"] == same.attrs["config_digest"] != "sample-digest"
 

@@ -2,6 +2,7 @@
 failed trials."""
 
 import json
+import logging
 import math
 from typing import ClassVar
 
@@ -11,6 +12,13 @@ import pytest
 from postrisk.methods.interface import Prediction, UncertaintyMethod
 from postrisk.methods.runner import run_fit
 from postrisk.tuning import TuningResult, mean_gaussian_nll, split_indices, tune
+
+
+def logged(caplog) -> list[str]:
+    """The sweep's log lines so far (then forgotten)."""
+    lines = [r.getMessage() for r in caplog.records if r.name == "postrisk.tuning.sweep"]
+    caplog.clear()
+    return lines
 
 
 def data(n=150, seed=0):
@@ -72,7 +80,7 @@ def test_split_is_uniform_fixed_and_80_20():
 def test_objective_is_the_nll_of_au_plus_eu_on_the_held_out_rows(tmp_path):
     x, y = data()
     res = tune("blr", x, y, journal=tmp_path / "j.log", n_trials=5, startup_trials=2,
-               split_key=("c",), progress=None)
+               split_key=("c",))
     fit, val = split_indices(len(y), 0.2, "c")
     rec = run_fit("blr", res.config, x[fit], y[fit], x[val], random_state=0)
     expect = mean_gaussian_nll(y[val], rec.mean, rec.aleatoric_var + rec.epistemic_var)
@@ -84,7 +92,7 @@ def test_objective_is_the_nll_of_au_plus_eu_on_the_held_out_rows(tmp_path):
 
 def test_same_seed_same_configuration_and_fixed_entries_are_not_searched(tmp_path):
     x, y = data(seed=1)
-    kw = dict(n_trials=8, startup_trials=3, split_key=("c",), progress=None,
+    kw = dict(n_trials=8, startup_trials=3, split_key=("c",),
               fixed={"eu": 0.25})
     a = tune(ShrunkMean, x, y, journal=tmp_path / "a.log", **kw)
     b = tune(ShrunkMean, x, y, journal=tmp_path / "b.log", **kw)
@@ -96,16 +104,16 @@ def test_same_seed_same_configuration_and_fixed_entries_are_not_searched(tmp_pat
     c = tune(ShrunkMean, x, y, journal=tmp_path / "c.log", sampler_seed=7, **kw)
     assert [t["params"] for t in c.trials] != [t["params"] for t in a.trials]
     with pytest.raises(ValueError, match="not hyper-parameters"):
-        tune(ShrunkMean, x, y, journal=tmp_path / "d.log", fixed={"depth": 3}, progress=None)
+        tune(ShrunkMean, x, y, journal=tmp_path / "d.log", fixed={"depth": 3})
 
 
-def test_an_interrupted_sweep_resumes_from_its_journal(tmp_path):
+def test_an_interrupted_sweep_resumes_from_its_journal(tmp_path, caplog):
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
     x, y = data(seed=2)
-    kw = dict(n_trials=10, startup_trials=3, split_key=("c",), progress=None)
+    kw = dict(n_trials=10, startup_trials=3, split_key=("c",))
     whole = tune(ShrunkMean, x, y, journal=tmp_path / "whole.log", **kw)
 
     journal = tmp_path / "parts.log"
@@ -115,11 +123,16 @@ def test_an_interrupted_sweep_resumes_from_its_journal(tmp_path):
     storage = JournalStorage(JournalFileBackend(str(journal)))
     optuna.load_study(study_name=first.study_name, storage=storage).ask()
     ShrunkMean.fits = 0
-    lines = []
-    resumed = tune(ShrunkMean, x, y, journal=journal, **{**kw, "progress": lines.append})
+    caplog.set_level(logging.INFO, logger="postrisk")
+    caplog.clear()
+    resumed = tune(ShrunkMean, x, y, journal=journal, **kw)
+    lines = logged(caplog)
     assert any("resuming" in line and "4 of 10" in line for line in lines)
-    new_fits = sum("NLL" in ln or "failed" in ln for ln in lines if "trial" in ln and "/10" in ln)
-    assert new_fits == 6 and ShrunkMean.fits <= 6  # repeats of a configuration are not refitted
+    # one progress line per new trial (a sweep of <= 20 trials), with the best value so far
+    steps = [line for line in lines if " — trial " in line]
+    assert len(steps) == 6 and ShrunkMean.fits <= 6  # repeats of a configuration are not refitted
+    assert steps[0].split(": ", 1)[1].startswith("5/10 (50%)") and "best NLL" in steps[-1]
+    assert lines[-2].startswith(f"[tune {ShrunkMean.name}] trials: done, 10/10 steps in ")
     assert [t["params"] for t in resumed.trials] == [t["params"] for t in whole.trials]
     assert resumed.config == whole.config and resumed.best_value == whole.best_value
     # a finished sweep resumed again runs nothing
@@ -133,37 +146,39 @@ def test_an_interrupted_sweep_resumes_from_its_journal(tmp_path):
 def test_failed_trials_are_recorded_and_all_failing_falls_back_to_defaults(tmp_path):
     x, y = data(seed=3)
     res = tune(ShrunkMean, x, y, journal=tmp_path / "f.log", n_trials=12, startup_trials=12,
-               split_key=("c",), progress=None)
+               split_key=("c",))
     failed = [t for t in res.trials if t["state"] == "FAIL"]
     assert failed and all("shrink too large" in t["error"] for t in failed)
     assert all(t["params"]["shrink"] > 0.9 for t in failed)
     assert res.config["shrink"] <= 0.9
     doomed = tune(ShrunkMean, x, y, journal=tmp_path / "g.log", n_trials=3, startup_trials=3,
-                  fixed={"shrink": 0.95}, split_key=("c",), progress=None)
+                  fixed={"shrink": 0.95}, split_key=("c",))
     assert doomed.best_trial is None and "defaults" in doomed.note
     assert doomed.config == {**ShrunkMean.defaults, "shrink": 0.95}
     payload = json.loads(doomed.to_json())
     assert payload["schema_version"] == "tuning-1" and len(payload["trials"]) == 3
 
 
-def test_a_sweep_notices_changed_data_or_method_code(tmp_path):
+def test_a_sweep_notices_changed_data_or_method_code(tmp_path, caplog):
     x, y = data(seed=4)
     kw = dict(n_trials=5, startup_trials=2, split_key=("c",))
     journal = tmp_path / "sweep.log"
-    first = tune(ShrunkMean, x, y, journal=journal, progress=None, **kw)
+    first = tune(ShrunkMean, x, y, journal=journal, **kw)
     assert first.data_digest and first.implementation_version == 1
     # unchanged: resumed, nothing refitted, same sweep
     ShrunkMean.fits = 0
-    lines = []
-    again = tune(ShrunkMean, x, y, journal=journal, progress=lines.append, **kw)
+    caplog.set_level(logging.INFO, logger="postrisk")
+    caplog.clear()
+    again = tune(ShrunkMean, x, y, journal=journal, **kw)
+    lines = logged(caplog)
     assert ShrunkMean.fits == 0 and again.study_name == first.study_name
     assert any("resuming" in line and "5 of 5" in line for line in lines)
     assert not list(tmp_path.glob("sweep.log.set-aside-*"))
     # one training target changed: the old journal is set aside with a message, a new sweep
     y2 = y.copy()
     y2[17] += 1e-9
-    lines = []
-    changed = tune(ShrunkMean, x, y2, journal=journal, progress=lines.append, **kw)
+    changed = tune(ShrunkMean, x, y2, journal=journal, **kw)
+    lines = logged(caplog)
     assert changed.study_name != first.study_name and changed.data_digest != first.data_digest
     assert len(changed.trials) == 5 and not any("resuming" in line for line in lines)
     aside = list(tmp_path.glob("sweep.log.set-aside-*"))
@@ -175,9 +190,10 @@ def test_a_sweep_notices_changed_data_or_method_code(tmp_path):
         implementation_version: ClassVar[int] = 2
 
     journal2 = tmp_path / "v.log"
-    tune(ShrunkMean, x, y, journal=journal2, progress=None, **kw)
-    lines = []
-    v2 = tune(ShrunkMeanV2, x, y, journal=journal2, progress=lines.append, **kw)
+    tune(ShrunkMean, x, y, journal=journal2, **kw)
+    caplog.clear()
+    v2 = tune(ShrunkMeanV2, x, y, journal=journal2, **kw)
+    lines = logged(caplog)
     assert v2.implementation_version == 2 and v2.study_name != first.study_name
     assert any("set aside" in line for line in lines)
     assert not any("resuming" in line for line in lines)

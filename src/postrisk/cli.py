@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from postrisk import grid
+from postrisk.core.progress import terminal_logging
 from postrisk.covariates import (
     CovariateFetchError,
     FetchSettings,
@@ -180,11 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (grid.ConfigError, KeyError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    with terminal_logging():  # the library's progress lines on stderr
+        try:
+            return args.func(args)
+        except (grid.ConfigError, KeyError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +25,8 @@ from postrisk.covariates.pools import (
     split_pools,
 )
 from postrisk.covariates.registry import DatasetSpec, get_dataset
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -71,29 +73,27 @@ def scaling_from_store(path: str | Path) -> MinMaxScaling:
 
 
 def build_covariates(spec: DatasetSpec | str, fetch: FetchSettings | None = None,
-                     n_eval_cap: int = 1500, scaling: MinMaxScaling | None = None,
-                     progress: Callable[[str], None] = print) -> xr.Dataset:
+                     n_eval_cap: int = 1500,
+                     scaling: MinMaxScaling | None = None) -> xr.Dataset:
     """Everything fixed once per dataset (cleaned covariates, split, shells, PC1 score), as an
     in-memory dataset."""
     spec = get_dataset(spec) if isinstance(spec, str) else spec
     if spec.scaling_reference and scaling is None:
         raise ValueError(f"{spec.name} is scaled with {spec.scaling_reference}'s constants; "
                          "pass them as `scaling`")
-    raw = load_raw_table(spec, fetch, progress=progress)
-    return covariates_from_raw(spec, raw, n_eval_cap=n_eval_cap, scaling=scaling,
-                               progress=progress)
+    raw = load_raw_table(spec, fetch)
+    return covariates_from_raw(spec, raw, n_eval_cap=n_eval_cap, scaling=scaling)
 
 
 def covariates_from_raw(spec: DatasetSpec, raw: RawTable, n_eval_cap: int = 1500,
-                        scaling: MinMaxScaling | None = None,
-                        progress: Callable[[str], None] = print) -> xr.Dataset:
+                        scaling: MinMaxScaling | None = None) -> xr.Dataset:
     cleaned = clean_covariates(raw.frame, spec.columns, spec.target, spec.aliases)
     scaling = scaling or fit_min_max(cleaned.x, reference=spec.name)
     x = scaling.apply(cleaned.x).to_numpy(dtype=float)
     n_rows, d = x.shape
     if n_rows != spec.N or d != spec.d:
-        progress(f"[{spec.name}] WARNING: cleaning gave d/N = {d}/{n_rows:,}; the registry "
-                 f"(Table 4) says {spec.d}/{spec.N:,}")
+        logger.warning("[%s] cleaning gave d/N = %d/%s; the registry (Table 4) says %d/%s",
+                       spec.name, d, f"{n_rows:,}", spec.d, f"{spec.N:,}")
     n_eval = eval_pool_size(n_rows, n_eval_cap)
     groups = covariate_groups(x)
     duplicates = duplicate_summary(groups)
@@ -104,11 +104,11 @@ def covariates_from_raw(spec: DatasetSpec, raw: RawTable, n_eval_cap: int = 1500
     pcs = fit_principal_score(x[eval_index])
     features = list(cleaned.x.columns)
     outer_share = np.mean(shell[eval_index] == 4)
-    progress(f"[{spec.name}] d/N = {d}/{n_rows:,}, n_eval = {n_eval:,}, "
-             f"outermost-shell share of the evaluation pool = {outer_share:.3f}; "
-             f"{duplicates['duplicate_groups']:,} covariate values occur more than once "
-             f"({duplicates['rows_in_duplicate_groups']:,} rows), each kept on one side of "
-             "the split")
+    logger.info(f"[{spec.name}] d/N = {d}/{n_rows:,}, n_eval = {n_eval:,}, "
+                f"outermost-shell share of the evaluation pool = {outer_share:.3f}; "
+                f"{duplicates['duplicate_groups']:,} covariate values occur more than once "
+                f"({duplicates['rows_in_duplicate_groups']:,} rows), each kept on one side of "
+                "the split")
     ds = xr.Dataset(
         data_vars={
             "x": (("row", "feature"), x),

@@ -18,11 +18,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -32,6 +32,8 @@ import pandas as pd
 
 from postrisk.core.io import write_bytes_atomic
 from postrisk.covariates.registry import DatasetSpec, Source
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_OPENML_URL = "https://www.openml.org"
 DEFAULT_UCI_URL = "https://archive.ics.uci.edu"
@@ -106,8 +108,7 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def load_raw_table(spec: DatasetSpec, settings: FetchSettings | None = None,
-                   progress: Callable[[str], None] = print) -> RawTable:
+def load_raw_table(spec: DatasetSpec, settings: FetchSettings | None = None) -> RawTable:
     """The raw table of ``spec`` by the order of preference in the module docstring."""
     settings = settings or FetchSettings.from_env()
     if settings.prefer_offline_package and spec.offline_source is not None:
@@ -115,10 +116,10 @@ def load_raw_table(spec: DatasetSpec, settings: FetchSettings | None = None,
     path = raw_path(spec, settings.raw_dir)
     if path.exists():
         data, origin = _read_local(spec, path)
-        progress(f"[{spec.name}] using {origin} copy {path}")
+        logger.info("[%s] using %s copy %s", spec.name, origin, path)
         url = _read_sidecar(path).get("url")
     else:
-        data, url = _download(spec, settings, path, progress)
+        data, url = _download(spec, settings, path)
         origin = "download"
     return RawTable(frame=parse_raw(spec.source.kind, data), origin=origin, source=spec.source,
                     url=url, path=path, sha256=sha256_bytes(data))
@@ -191,15 +192,17 @@ def _get(url: str, settings: FetchSettings) -> bytes:
     raise ConnectionError(str(last))
 
 
-def _download(spec: DatasetSpec, settings: FetchSettings, path: Path,
-              progress: Callable[[str], None]) -> tuple[bytes, str]:
+def _download(spec: DatasetSpec, settings: FetchSettings, path: Path) -> tuple[bytes, str]:
     meta_url = source_url(spec, settings)
-    progress(f"[{spec.name}] fetching {spec.source.label} from {meta_url}")
+    logger.info("[%s] fetching %s from %s", spec.name, spec.source.label, meta_url)
     try:
         meta = json.loads(_get(meta_url, settings))
         file_url, md5 = _file_url(spec, meta, settings)
-        progress(f"[{spec.name}] downloading {file_url}")
+        logger.info("[%s] downloading %s", spec.name, file_url)
+        t0 = time.perf_counter()
         data = _get(file_url, settings)
+        logger.info("[%s] downloaded %s bytes in %.1f s", spec.name, f"{len(data):,}",
+                    time.perf_counter() - t0)
     except (ConnectionError, _PermanentHTTPError) as err:
         raise CovariateSourceUnavailable(
             f"dataset {spec.name!r} ({spec.source.label}) could not be fetched from {meta_url}: "
@@ -224,7 +227,8 @@ def _download(spec: DatasetSpec, settings: FetchSettings, path: Path,
     write_bytes_atomic(path, data)
     _write_sidecar(path, {"sha256": digest, "origin": "download", "url": file_url,
                           "metadata_url": meta_url, "recorded_at": _now()})
-    progress(f"[{spec.name}] cached {len(data):,} bytes at {path} (sha256 {digest[:12]}…)")
+    logger.info("[%s] cached %s bytes at %s (sha256 %s…)", spec.name, f"{len(data):,}", path,
+                digest[:12])
     return data, file_url
 
 

@@ -8,12 +8,14 @@ gives Table 4's ``d`` and ``N``. The report gives the sha256 to pin in the regis
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 from dataclasses import asdict, dataclass, field, replace
 
 from postrisk.covariates.clean import clean_covariates
 from postrisk.covariates.fetch import CovariateFetchError, FetchSettings, load_raw_table
 from postrisk.covariates.registry import DatasetSpec, get_dataset
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -31,14 +33,14 @@ class VerificationReport:
         return asdict(self)
 
 
-def verify_covariates(spec: DatasetSpec | str, fetch: FetchSettings | None = None,
-                      progress: Callable[[str], None] = print) -> VerificationReport:
+def verify_covariates(spec: DatasetSpec | str,
+                      fetch: FetchSettings | None = None) -> VerificationReport:
     """Fetch the canonical source (never an offline package copy) and check the entry."""
     spec = get_dataset(spec) if isinstance(spec, str) else spec
     fetch = replace(fetch or FetchSettings.from_env(), prefer_offline_package=False)
     report = VerificationReport(dataset=spec.name, source=spec.source.label, verified=False)
     try:
-        raw = load_raw_table(spec, fetch, progress=progress)
+        raw = load_raw_table(spec, fetch)
     except CovariateFetchError as err:
         report.problems.append(str(err))
         return report
@@ -57,6 +59,7 @@ def verify_covariates(spec: DatasetSpec | str, fetch: FetchSettings | None = Non
     if spec.sha256 and spec.sha256 != raw.sha256:
         report.problems.append(f"sha256 {raw.sha256} differs from the pinned {spec.sha256}")
     report.verified = not report.problems
-    progress(f"[{spec.name}] verification {'passed' if report.verified else 'FAILED'}"
-             + "".join(f"\n  - {p}" for p in report.problems))
+    logger.log(logging.INFO if report.verified else logging.WARNING, "[%s] verification %s%s",
+               spec.name, "passed" if report.verified else "FAILED",
+               "".join(f"\n  - {p}" for p in report.problems))
     return report

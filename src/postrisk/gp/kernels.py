@@ -42,9 +42,10 @@ zeros for identical rows (k(x, x) = 1 exactly, duplicates identical, exact symme
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,10 @@ import scipy.linalg.lapack
 import scipy.optimize
 
 from postrisk.core.arrays import as_matrix
+from postrisk.core.progress import progress_steps
 from postrisk.gp import COMPONENTS, STATIONARY
+
+logger = logging.getLogger(__name__)
 
 # Parameter names per component: (name, "vector" of length d | "scalar").
 _PARAM_SHAPES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -752,8 +756,8 @@ def log_marginal_likelihood(kernel: Kernel, x, y, *, signal_var: float, noise_va
         return _loglik_parts(kmat, y - mean)[0]
 
 
-def fit_kernel(components, x, y, *, max_rows=1000, rng=None, max_iter=200, restarts=2,
-               progress: Callable[[str], None] | None = print) -> KernelFit:
+def fit_kernel(components, x, y, *, max_rows=1000, rng=None, max_iter=200,
+               restarts=2) -> KernelFit:
     """Fit a kernel family's hyper-parameters to a real target by type-II maximum likelihood.
 
     Model, on a random subsample of at most ``max_rows`` rows (drawn with ``rng``; all rows if
@@ -780,12 +784,11 @@ def fit_kernel(components, x, y, *, max_rows=1000, rng=None, max_iter=200, resta
     (autodiff), LAPACK for the Cholesky factor, α and K⁻¹ (∂LML/∂K = ½(ααᵀ − K⁻¹)); see
     :func:`_objective`. Identical rows get exact zero distances so the gradients of kernels
     that are not differentiable at r = 0 stay exact. ``max_iter=0`` evaluates the starts
-    without optimising. ``rng`` defaults to ``np.random.default_rng(0)``. One line per start
-    (LML at the end and at the start, iterations, seconds) goes to ``progress``.
+    without optimising. ``rng`` defaults to ``np.random.default_rng(0)``. Progress is logged
+    one step per start (LML at the end and at the start, iterations, seconds).
     """
     t_start = time.perf_counter()
     components = tuple(components)
-    say = progress if progress is not None else (lambda _msg: None)
     x = _as_2d(x, "x")
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     if y.shape[0] != x.shape[0]:
@@ -840,25 +843,27 @@ def fit_kernel(components, x, y, *, max_rows=1000, rng=None, max_iter=200, resta
             return (obj, grad) if np.isfinite(obj) else (1e10, grad)
 
         results = []
-        for i, (kind, th) in enumerate(starts):
-            t0 = time.perf_counter()
-            v0, lml0, _ = evaluate(th)
-            th_best, v1, lml1, nit, ok = th, v0, lml0, 0, bool(np.isfinite(v0))
-            if max_iter > 0 and np.isfinite(v0):
-                res = scipy.optimize.minimize(fun, th, jac=True, method="L-BFGS-B",
-                                              options={"maxiter": int(max_iter), "ftol": _FTOL,
-                                                       "gtol": 1e-5, "maxcor": _MAXCOR})
-                nit, ok = int(res.nit), bool(res.success)
-                v, lml, _ = evaluate(res.x)
-                if np.isfinite(v) and v <= v0:
-                    th_best, v1, lml1 = np.asarray(res.x), v, lml
-            sec = time.perf_counter() - t0
-            results.append({"start": kind, "objective": v1, "lml": lml1, "lml_start": lml0,
-                            "iterations": nit, "seconds": sec, "converged": ok,
-                            "theta": th_best})
-            say(f"fit_kernel {'+'.join(components)} (n={n_used}, d={d}) start {i + 1}/"
-                f"{len(starts)} [{kind}]: LML {lml1:.2f} (start {lml0:.2f}), {nit} iterations, "
-                f"{sec:.1f} s{'' if ok else ', not converged'}")
+        label = f"fit_kernel {'+'.join(components)} (n={n_used}, d={d}) starts"
+        with progress_steps(len(starts), label, logger) as progress:
+            for i, (kind, th) in enumerate(starts):
+                t0 = time.perf_counter()
+                v0, lml0, _ = evaluate(th)
+                th_best, v1, lml1, nit, ok = th, v0, lml0, 0, bool(np.isfinite(v0))
+                if max_iter > 0 and np.isfinite(v0):
+                    res = scipy.optimize.minimize(fun, th, jac=True, method="L-BFGS-B",
+                                                  options={"maxiter": int(max_iter), "ftol": _FTOL,
+                                                           "gtol": 1e-5, "maxcor": _MAXCOR})
+                    nit, ok = int(res.nit), bool(res.success)
+                    v, lml, _ = evaluate(res.x)
+                    if np.isfinite(v) and v <= v0:
+                        th_best, v1, lml1 = np.asarray(res.x), v, lml
+                sec = time.perf_counter() - t0
+                results.append({"start": kind, "objective": v1, "lml": lml1, "lml_start": lml0,
+                                "iterations": nit, "seconds": sec, "converged": ok,
+                                "theta": th_best})
+                progress.advance(message=f"start {i + 1} [{kind}]: LML {lml1:.2f} (start "
+                                         f"{lml0:.2f}), {nit} iterations, {sec:.1f} s"
+                                         f"{'' if ok else ', not converged'}")
 
     finite = [r for r in results if np.isfinite(r["objective"])]
     if not finite:

@@ -51,9 +51,9 @@ initial and at the trained parameters), ``fit_seconds_``.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import time
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import jax
@@ -68,6 +68,8 @@ from postrisk.methods.interface import Prediction, UncertaintyMethod
 from postrisk.methods.nn.backbone import BackboneSpec, apply_backbone, init_backbone
 from postrisk.methods.nn.train import train
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
+
+logger = logging.getLogger(__name__)
 
 #: Floor of the noise variance σ²_n in standardised units (targets have unit variance), so the
 #: matrix K + σ²_n I stays safely positive definite in float64.
@@ -175,8 +177,7 @@ class DeepKernelLearning(UncertaintyMethod):
     ``base_kernel_lengthscale``; optimiser ``num_iters``, ``warmup_steps``,
     ``peak_learning_rate``, ``end_learning_rate`` (fixed 0, not searched), ``gradient_clip``,
     ``weight_decay``. ``random_state`` seeds the network initialisation (training is full batch
-    and otherwise deterministic). ``progress`` (not a hyper-parameter) receives a line about
-    every 10% of the iterations; ``None`` silences it.
+    and otherwise deterministic). Progress is logged about every 10% of the iterations.
     """
 
     name: ClassVar[str] = "dkl"
@@ -209,15 +210,7 @@ class DeepKernelLearning(UncertaintyMethod):
         "weight_decay": ("float", 1e-6, 1e-2, "log"),
     }
 
-    def __init__(self, *, progress: Callable[[str], None] | None = print, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.progress = progress
-
     # -- internals -----------------------------------------------------------------------
-    def _say(self, msg: str) -> None:
-        if self.progress is not None:
-            self.progress(msg)
-
     def _checked_hyper(self) -> dict:
         h = {k: getattr(self, k) for k in self.defaults}
         for key in ("n_layers", "hidden_dim", "feature_space_dim"):
@@ -282,14 +275,14 @@ class DeepKernelLearning(UncertaintyMethod):
                 raise FloatingPointError("DKL: the marginal likelihood at the initial parameters "
                                          "is not finite (the Cholesky factor of K + σ²_n I "
                                          "failed)")
-            self._say(f"[dkl] n = {x.shape[0]}, d = {x.shape[1]}, d_phi = "
-                      f"{h['feature_space_dim']}: {num_iters} iterations, initial loss "
-                      f"{self.initial_loss_:.4f}")
+            logger.info("[dkl] n = %d, d = %d, d_phi = %d: %d iterations, initial loss %.4f",
+                        x.shape[0], x.shape[1], h["feature_space_dim"], num_iters,
+                        self.initial_loss_)
             if num_iters > 0:
                 params, sn_state, history = train(
                     objective, params, sn_state, xj, tj, optimizer=self.optimizer(),
                     n_epochs=num_iters, batch_size=None,
-                    key=jax.random.PRNGKey(self.random_state), progress=self._train_progress)
+                    key=jax.random.PRNGKey(self.random_state), label="[dkl] iterations")
                 self.loss_history_ = np.asarray(history["loss"], dtype=np.float64)
             else:
                 self.loss_history_ = np.empty(0)
@@ -307,13 +300,10 @@ class DeepKernelLearning(UncertaintyMethod):
         self.lengthscale_ = np.asarray(hyper["lengthscale"], dtype=np.float64)
         self.posterior_ = GPPosterior(feats, ts, hyper)
         self.fit_seconds_ = time.perf_counter() - t_start
-        self._say(f"[dkl] trained in {self.fit_seconds_:.1f} s: loss {self.initial_loss_:.4f} -> "
-                  f"{self.final_loss_:.4f}, noise var {self.noise_var_:.4g}, kernel var "
-                  f"{self.kernel_variance_:.4g} (standardised units)")
+        logger.info("[dkl] trained in %.1f s: loss %.4f -> %.4f, noise var %.4g, kernel var "
+                    "%.4g (standardised units)", self.fit_seconds_, self.initial_loss_,
+                    self.final_loss_, self.noise_var_, self.kernel_variance_)
         return self
-
-    def _train_progress(self, line: str) -> None:
-        self._say(f"[dkl] {line}")
 
     def features(self, x: np.ndarray) -> np.ndarray:
         """φ(x̃) at raw inputs ``x`` (after a fit), float64 (m, d_φ)."""

@@ -34,6 +34,7 @@ reference posterior.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any, ClassVar
@@ -45,9 +46,7 @@ from postrisk.gp.kernels import matern_component
 from postrisk.methods.interface import Prediction, UncertaintyMethod
 from postrisk.methods.scaling import INPUT_SCALE, Standardizer, as_inputs, as_training_data
 
-
-def _say(msg: str) -> None:
-    print(msg, flush=True)
+logger = logging.getLogger(__name__)
 
 
 class ExactGP(UncertaintyMethod):
@@ -134,8 +133,7 @@ class ExactGP(UncertaintyMethod):
             rows = n if self.fit_rows is None else min(n, int(self.fit_rows))
             res = fit_kernel((matern_component(self.nu), "linear"), u, t, max_rows=rows,
                              rng=np.random.default_rng(self.random_state),
-                             max_iter=int(self.max_iter), restarts=int(self.restarts),
-                             progress=_say)
+                             max_iter=int(self.max_iter), restarts=int(self.restarts))
             # fit_kernel z-scores the target of its rows again: back to the units of t.
             kernel = res.kernel
             signal_var = res.signal_var * res.y_sd ** 2
@@ -149,8 +147,8 @@ class ExactGP(UncertaintyMethod):
         self._predictor = posterior_predictor(kernel, math.sqrt(signal_var), u, t - mean,
                                               np.full(n, noise_var))
         self.fit_seconds_ = time.perf_counter() - t0
-        _say(f"gp: n={n}, d={d}, nu={self.nu}: noise_var {noise_var:.4g}, signal_var "
-             f"{signal_var:.4g} (standardised units), {self.fit_seconds_:.1f} s")
+        logger.info("gp: n=%d, d=%d, nu=%s: noise_var %.4g, signal_var %.4g (standardised "
+                    "units), %.1f s", n, d, self.nu, noise_var, signal_var, self.fit_seconds_)
         return self
 
     def predict(self, x: np.ndarray) -> Prediction:

@@ -205,7 +205,7 @@ class HeteroscedasticSNGP(UncertaintyMethod):
         params, state, self.history_ = train(
             _loss_fn(spec), params, state, x_std, y_std, optimizer=optimizer,
             n_epochs=int(self.n_epochs), batch_size=int(self.batch_size), key=k_train,
-            progress=lambda line: logger.info("sngp_het: %s", line))
+            label="sngp_het: epochs")
         self.params_, self.state_ = params, state
 
         _, noise_var, phi = self._outputs(x_std)

@@ -17,8 +17,8 @@ inducing-point variational family of Titsias 2009 / Hensman et al. 2013):
       E_q[log N(y | f, e^g)] = −½ log 2π − ½ m_g − ½ ((y − m_f)² + v_f)·exp(−m_g + v_g/2),
 
   maximised over kernel parameters, means, Z and q, full batch, with Adam (optax) in float64
-  inside ``jax.enable_x64(True)``, jitted, ``num_iters`` steps in 10 chunks (a progress line
-  each).
+  inside ``jax.enable_x64(True)``, jitted, ``num_iters`` steps in 10 chunks (progress logged
+  after each).
 
 Units: ỹ = (y − ȳ)/s_y; u = x̃/√12 + ½ (as ``gp``: the SD of U[0, 1], centred at ½, the
 convention of kernels.py). Prediction in target units: mean = ȳ + s_y·m_f(x);
@@ -28,12 +28,14 @@ EU = s_y²·v_f(x) (the posterior variance of f); AU = s_y²·exp(m_g(x) + v_g(x
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import time
 from typing import Any, ClassVar
 
 import numpy as np
 
+from postrisk.core.progress import progress_steps
 from postrisk.core.threads import thread_limit
 from postrisk.gp.kernels import matern_component
 from postrisk.methods.interface import Prediction, UncertaintyMethod
@@ -46,9 +48,7 @@ VAR_FLOOR = 1e-12
 _CHUNKS = 10
 _LOG2PI = math.log(2.0 * math.pi)
 
-
-def _say(msg: str) -> None:
-    print(msg, flush=True)
+logger = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,19 +251,20 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
             # zero steps: the ELBO at the start, from the same compiled program as the fit
             loss = float(run(params, opt_state, xj, yj, jnp.asarray(0), lrj)[2])
             self.compile_seconds_ = time.perf_counter() - tc  # ≈ compilation (cached: ~0)
-            _say(f"vlgp: n={u.shape[0]}, d={u.shape[1]}, M={init['z'].shape[0]}, nu={self.nu}: "
-                 f"start −ELBO/n {loss:.4f}")
+            logger.info("vlgp: n=%d, d=%d, M=%d, nu=%s: start −ELBO/n %.4f", u.shape[0],
+                        u.shape[1], init["z"].shape[0], self.nu, loss)
             done = 0
-            while done < iters:
-                steps = min(chunk, iters - done)
-                params, opt_state, lossj = run(params, opt_state, xj, yj,
-                                               jnp.asarray(steps), lrj)
-                loss = float(lossj)
-                done += steps
-                _say(f"vlgp: step {done}/{iters}: −ELBO/n {loss:.4f} "
-                     f"({time.perf_counter() - t0:.1f} s)")
-                if not math.isfinite(loss):
-                    raise FloatingPointError(f"vlgp: the ELBO became non-finite at step {done}")
+            with progress_steps(iters, "vlgp: steps", logger) as progress:
+                while done < iters:
+                    steps = min(chunk, iters - done)
+                    params, opt_state, lossj = run(params, opt_state, xj, yj,
+                                                   jnp.asarray(steps), lrj)
+                    loss = float(lossj)
+                    done += steps
+                    progress.advance(steps, message=f"−ELBO/n {loss:.4f}")
+                    if not math.isfinite(loss):
+                        raise FloatingPointError(
+                            f"vlgp: the ELBO became non-finite at step {done}")
             self.params_ = jax.tree_util.tree_map(np.asarray, params)
         self.elbo_ = -loss
         self._matern, self._learn_z = matern, learn_z

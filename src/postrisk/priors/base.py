@@ -11,7 +11,6 @@ posterior needs it on: one family per process).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -80,15 +79,14 @@ class PriorFamily(Protocol):
     name: str
 
     def fit(self, dataset: str, x: np.ndarray, target: np.ndarray, eval_index: np.ndarray,
-            settings: dict, rng: np.random.Generator,
-            progress: Callable[[str], None]) -> dict: ...
+            settings: dict, rng: np.random.Generator) -> dict: ...
 
     def sample(self, params: dict, x: np.ndarray, rng: np.random.Generator,
                info: dict | None = None) -> np.ndarray: ...
 
     def posterior(self, params: dict, x_train: np.ndarray, y_train: np.ndarray,
                   noise_var_train: np.ndarray, x_eval: np.ndarray, rng: np.random.Generator,
-                  settings: dict, progress: Callable[[str], None]) -> PosteriorResult: ...
+                  settings: dict) -> PosteriorResult: ...
 
 
 @dataclass(frozen=True)

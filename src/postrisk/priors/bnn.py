@@ -29,15 +29,26 @@ when there are more chains than devices (4 chains on 2 devices: two rounds of tw
 then costs the longest trajectory among them; measured ~2× slower on 2 CPU devices, so
 ``parallel`` is the default). Warm-up and sampling are one compiled loop per chain, compiled
 ahead of time and cached per (shapes, settings) in the process — and across processes by JAX's
-persistent compilation cache where the workflow sets one — so a second posterior with the same
-shapes compiles nothing: the data are arguments of the compiled code, not constants (NumPyro's
+persistent compilation cache where the workflow sets one, but only with
+:data:`PROGRESS_MARKS` = 0 (below) — so a second posterior with the same shapes compiles
+nothing: the data are arguments of the compiled code, not constants (NumPyro's
 ``MCMC(jit_model_args=True)`` gives no such reuse with parallel chains).
+
+Progress is reported from inside the compiled loop: a host callback (``jax.debug.callback``,
+as NumPyro's own progress bar) at every tenth of warm-up + sampling, counted on the host over
+the devices, so a line (or the bar) moves when every chain of the round has got that far; it
+reads the iteration number only and changes no number. JAX never writes an executable with a
+host callback to its persistent cache (it is still reused within the process, so a batch of
+instances compiles once); with :data:`PROGRESS_MARKS` = 0 the loop is compiled without the
+callback — silent between rounds, and persistable.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,11 +57,17 @@ from typing import Any
 import numpy as np
 
 from postrisk.core.arrays import as_matrix
+from postrisk.core.progress import Progress, progress_steps
 from postrisk.priors.base import PosteriorResult, training_targets
+
+logger = logging.getLogger(__name__)
 
 CHAIN_METHODS = ("parallel", "vectorized")
 #: Posterior draws of f are computed in blocks of this many weight samples (memory bound).
 _DRAW_BLOCK = 64
+#: The compiled NUTS loop reports its progress this many times per round (host callbacks);
+#: 0: no callback (JAX's persistent compilation cache then stores the executable).
+PROGRESS_MARKS = 10
 
 
 @dataclass(frozen=True)
@@ -146,9 +163,57 @@ def _potential_gen(xs_train: Any, y: Any, inv_sd: Any, xs_ref: Any,
                              xs_ref=xs_ref, a=a)
 
 
+def _report_every(warmup: int, samples: int, marks: int) -> int:
+    """Iterations between two progress callbacks of the compiled loop (``marks`` > 0)."""
+    return max(1, math.ceil((warmup + samples) / marks))
+
+
+class _RoundProgress:
+    """Host side of the compiled loop's progress callbacks during one round: every device
+    calls :func:`_nuts_progress` with its iteration number at each mark; the mark counts as
+    reached (one step of ``progress``) once all ``devices`` have reported it. Callbacks of
+    several devices may arrive at once, from XLA's threads: a lock orders them."""
+
+    def __init__(self, progress: Progress, devices: int, warmup: int, samples: int,
+                 round_: int, rounds: int) -> None:
+        self.progress, self.devices = progress, devices
+        self.warmup, self.samples = warmup, samples
+        self.where = f"round {round_ + 1}/{rounds}, " if rounds > 1 else ""
+        self.seen: dict[int, int] = {}
+        self.reached = 0
+        self.lock = threading.Lock()
+
+    def tick(self, iteration: int) -> None:
+        with self.lock:
+            self.seen[iteration] = self.seen.get(iteration, 0) + 1
+            if self.seen[iteration] < self.devices or iteration <= self.reached:
+                return
+            if iteration <= self.warmup:
+                phase = f"warm-up {iteration}/{self.warmup}"
+            else:
+                phase = f"sampling {iteration - self.warmup}/{self.samples}"
+            self.progress.advance(iteration - self.reached, message=self.where + phase)
+            self.reached = iteration
+
+
+#: The round in progress (set by :func:`run_nuts`; the compiled code calls a fixed function).
+_ROUND: _RoundProgress | None = None
+
+
+def _nuts_progress(iteration: Any) -> None:
+    """The compiled loop's host callback: never raises (it would abort the computation)."""
+    current = _ROUND
+    if current is None:
+        return
+    try:
+        current.tick(int(iteration))
+    except Exception:  # noqa: BLE001 - reporting must not break sampling
+        logger.exception("[bnn] progress callback failed")
+
+
 @functools.lru_cache(maxsize=16)
 def _chain_function(hidden: int, d: int, warmup: int, samples: int, target_accept: float,
-                    max_tree_depth: int, per_device: int) -> Any:
+                    max_tree_depth: int, per_device: int, marks: int) -> Any:
     """``run(keys, data)`` → (weight draws of every iteration, per-iteration statistics, final
     step size), pmapped over devices, and vmapped over a device's chains when there are
     ``per_device`` > 1 of them (otherwise no vmap: it would batch NUTS's while loops for nothing).
@@ -156,13 +221,22 @@ def _chain_function(hidden: int, d: int, warmup: int, samples: int, target_accep
     One ``lax.scan`` over warm-up and sampling together, so the NUTS step is compiled once (it
     dominates compilation, ~10–20 s on CPU); adaptation stops by itself after ``warmup``
     iterations (NumPyro's ``sample_kernel``). Per chain: initial weights from the prior, then
-    NumPyro's default NUTS warm-up (step size 1 to start, diagonal mass matrix).
+    NumPyro's default NUTS warm-up (step size 1 to start, diagonal mass matrix). With
+    ``marks`` > 0, every :func:`_report_every` iterations and at the last, :func:`_nuts_progress`
+    is called on the host with the iteration number (the scan's own counter: the same for a
+    device's vmapped chains, so once per device).
     """
     import jax
+    import jax.numpy as jnp
     from jax import lax, random
     from numpyro.infer.hmc import hmc
 
     init_kernel, sample_kernel = hmc(potential_fn_gen=_potential_gen, algo="NUTS")
+    total = warmup + samples
+    every = _report_every(warmup, samples, marks) if marks > 0 else 0
+
+    def report(iteration):
+        jax.debug.callback(_nuts_progress, iteration)
 
     def run_one(key, data):
         k_init, k_run = random.split(key)
@@ -173,11 +247,15 @@ def _chain_function(hidden: int, d: int, warmup: int, samples: int, target_accep
                             max_tree_depth=max_tree_depth, trajectory_length=None,
                             model_args=data, rng_key=k_run)
 
-        def body(state, _):
+        def body(state, i):
             new = sample_kernel(state, model_args=data)
+            if every:
+                done = i + 1
+                lax.cond((done % every == 0) | (done == total), report, lambda _: None, done)
             return new, (new.z, new.diverging, new.accept_prob, new.num_steps)
 
-        state, (z, *stats) = lax.scan(body, state, None, length=warmup + samples)
+        xs = jnp.arange(total) if every else None
+        state, (z, *stats) = lax.scan(body, state, xs, length=total)
         return z, tuple(stats), state.adapt_state.step_size
 
     if per_device > 1:
@@ -222,12 +300,13 @@ def _tree_depth(num_steps: np.ndarray) -> np.ndarray:
 def run_nuts(x_train: np.ndarray, y_train: np.ndarray, noise_var_train: np.ndarray,
              x_ref: np.ndarray, a: float, hidden: int, seed: int, *, chains: int, warmup: int,
              samples: int, target_accept: float, max_tree_depth: int,
-             chain_method: str = "parallel",
-             progress: Callable[[str], None] = lambda _: None) -> tuple[BnnWeights, dict]:
+             chain_method: str = "parallel") -> tuple[BnnWeights, dict]:
     """NUTS on (v, w, c, b): weight samples shaped (chains, samples, ...) and a summary.
 
     Chain-major; ``seed`` (an integer) fixes everything (the initial prior draws included).
+    Progress: one step per iteration of every round, reported at each tenth of a round.
     """
+    global _ROUND
     import jax
     from jax import random
 
@@ -244,20 +323,33 @@ def run_nuts(x_train: np.ndarray, y_train: np.ndarray, noise_var_train: np.ndarr
         keys = random.split(random.PRNGKey(seed), chains).reshape(
             (rounds, n_dev) + ((per_dev,) if per_dev > 1 else ()) + (-1,))
         run, t_compile = _executable((int(hidden), d, int(warmup), int(samples),
-                                      float(target_accept), int(max_tree_depth), per_dev),
+                                      float(target_accept), int(max_tree_depth), per_dev,
+                                      int(PROGRESS_MARKS)),
                                      keys[0], data)
-        progress(f"[bnn] NUTS loop compiled in {t_compile:.1f} s" if t_compile > 0 else
-                 "[bnn] NUTS loop: compiled code reused")
+        if t_compile > 0:
+            logger.info("[bnn] NUTS loop compiled in %.1f s", t_compile)
+        else:
+            logger.info("[bnn] NUTS loop: compiled code reused")
         t_run = 0.0
         out: list = []
-        for r in range(rounds):
-            t0 = time.perf_counter()
-            result = jax.block_until_ready(run(keys[r], data))
-            t_run += time.perf_counter() - t0
-            out.append(jax.tree.map(np.asarray, result))
-            if r == 0 and rounds > 1:
-                progress(f"[bnn] round 1/{rounds} ({n_dev} device(s) × {per_dev} chain(s)) "
-                         f"in {time.perf_counter() - t0:.1f} s")
+        per_round = int(warmup) + int(samples)
+        with progress_steps(rounds * per_round, "[bnn] NUTS iterations", logger) as progress:
+            for r in range(rounds):
+                t0 = time.perf_counter()
+                _ROUND = tracker = _RoundProgress(progress, n_dev, int(warmup), int(samples),
+                                                  r, rounds)
+                try:
+                    result = jax.block_until_ready(run(keys[r], data))
+                finally:
+                    _ROUND = None
+                if tracker.reached < per_round:  # no callbacks (PROGRESS_MARKS = 0)
+                    progress.advance(per_round - tracker.reached,
+                                     message=f"round {r + 1}/{rounds} done")
+                t_run += time.perf_counter() - t0
+                out.append(jax.tree.map(np.asarray, result))
+                if r == 0 and rounds > 1:
+                    logger.info("[bnn] round 1/%d (%d device(s) × %d chain(s)) in %.1f s",
+                                rounds, n_dev, per_dev, time.perf_counter() - t0)
 
     def chain_major(arrays):  # per round (n_dev[, per_dev], ...) → (chains, ...)
         lead = 2 if per_dev > 1 else 1
@@ -317,8 +409,7 @@ class BayesianNeuralNetworkFamily:
     name = "bnn"
 
     def fit(self, dataset: str, x: np.ndarray, target: np.ndarray, eval_index: np.ndarray,
-            settings: dict, rng: np.random.Generator,
-            progress: Callable[[str], None]) -> dict:
+            settings: dict, rng: np.random.Generator) -> dict:
         """Reference inputs (``settings["reference_inputs"]`` rows of the evaluation pool,
         without replacement) and the scale constant; ``target`` is not used."""
         start = time.perf_counter()
@@ -330,8 +421,8 @@ class BayesianNeuralNetworkFamily:
         ref_index = pool[rng.choice(pool.size, size=n_ref, replace=False)]
         x_ref = x[ref_index]
         a = scale_constant(x[pool], x_ref, hidden, rng, n_draws=int(settings["scale_draws"]))
-        progress(f"[{dataset}/bnn] H = {hidden}, {n_ref} reference inputs; "
-                 f"scale constant a = {a:.4g}")
+        logger.info("[%s/bnn] H = %d, %d reference inputs; scale constant a = %.4g", dataset,
+                    hidden, n_ref, a)
         return {"family": "bnn", "a": float(a), "hidden": hidden,
                 "reference_index": ref_index.tolist(), "reference_inputs": x_ref.tolist(),
                 "scale_draws": int(settings["scale_draws"]),
@@ -349,7 +440,7 @@ class BayesianNeuralNetworkFamily:
 
     def posterior(self, params: dict, x_train: np.ndarray, y_train: np.ndarray,
                   noise_var_train: np.ndarray, x_eval: np.ndarray, rng: np.random.Generator,
-                  settings: dict, progress: Callable[[str], None]) -> PosteriorResult:
+                  settings: dict) -> PosteriorResult:
         """NUTS draws of f at [x_eval; x_train], chain-major (``settings`` = ``posterior.bnn``:
         chains, warmup, samples, target_accept, max_tree_depth; optional chain_method)."""
         import jax
@@ -367,22 +458,24 @@ class BayesianNeuralNetworkFamily:
         max_tree_depth = int(settings["max_tree_depth"])
         method = settings.get("chain_method", "parallel")
         seed = int(rng.integers(2 ** 32))
-        progress(f"[bnn] NUTS: {chains} chains × ({warmup} warm-up + {samples} draws), "
-                 f"n = {x_train.shape[0]}, n_eval = {x_eval.shape[0]}, d = {x_train.shape[1]}, "
-                 f"H = {hidden}, {jax.local_device_count()} device(s), {method}")
+        logger.info("[bnn] NUTS: %d chains × (%d warm-up + %d draws), n = %d, n_eval = %d, "
+                    "d = %d, H = %d, %d device(s), %s", chains, warmup, samples,
+                    x_train.shape[0], x_eval.shape[0], x_train.shape[1], hidden,
+                    jax.local_device_count(), method)
         weights, summary = run_nuts(x_train, y_train, noise_var_train, x_ref, a, hidden, seed,
                                     chains=chains, warmup=warmup, samples=samples,
                                     target_accept=target_accept, max_tree_depth=max_tree_depth,
-                                    chain_method=method, progress=progress)
+                                    chain_method=method)
         t0 = time.perf_counter()
         draws = function_draws(weights, a, x_ref, np.concatenate([x_eval, x_train]))
         seconds_draws = time.perf_counter() - t0
         per_chain = summary["per_chain"]
-        progress(f"[bnn] done in {time.perf_counter() - start:.1f} s (warm-up "
-                 f"{summary['seconds_warmup']:.1f} s, sampling {summary['seconds_sampling']:.1f}"
-                 f" s, f draws {seconds_draws:.1f} s); divergences {per_chain['divergences']}, "
-                 f"step sizes {[round(s, 4) for s in per_chain['step_size']]}, mean steps "
-                 f"{[round(s, 1) for s in per_chain['mean_num_steps']]}")
+        logger.info(f"[bnn] done in {time.perf_counter() - start:.1f} s (warm-up "
+                    f"{summary['seconds_warmup']:.1f} s, sampling "
+                    f"{summary['seconds_sampling']:.1f} s, f draws {seconds_draws:.1f} s); "
+                    f"divergences {per_chain['divergences']}, step sizes "
+                    f"{[round(s, 4) for s in per_chain['step_size']]}, mean steps "
+                    f"{[round(s, 1) for s in per_chain['mean_num_steps']]}")
         out_settings: dict[str, Any] = {
             "sampler": "numpyro NUTS", "numpyro_version": numpyro.__version__,
             "jax_version": jax.__version__, **device_provenance(),

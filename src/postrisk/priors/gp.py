@@ -5,6 +5,7 @@ that gives prior draws a median SD of 1 over the evaluation pool. Conditioning i
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -13,6 +14,8 @@ from postrisk.covariates.registry import get_dataset
 from postrisk.gp.exact import sample_prior
 from postrisk.gp.kernels import Kernel
 from postrisk.priors.base import PosteriorResult
+
+logger = logging.getLogger(__name__)
 
 
 def scale_constant(kernel: Kernel, x_eval, rng: np.random.Generator, n_draws: int = 100) -> float:
@@ -32,7 +35,7 @@ class GaussianProcessFamily:
 
     name = "gp"
 
-    def fit(self, dataset, x, target, eval_index, settings, rng, progress):
+    def fit(self, dataset, x, target, eval_index, settings, rng):
         from postrisk.gp.kernels import fit_kernel
 
         spec = get_dataset(dataset)
@@ -40,11 +43,10 @@ class GaussianProcessFamily:
             raise ValueError(f"{dataset} has no GP kernel family (not a task dataset)")
         start = time.perf_counter()
         fit = fit_kernel(spec.kernel, x, target, max_rows=settings["fit_rows"], rng=rng,
-                         max_iter=settings["fit_max_iter"], restarts=settings["fit_restarts"],
-                         progress=progress)
+                         max_iter=settings["fit_max_iter"], restarts=settings["fit_restarts"])
         a = scale_constant(fit.kernel, x[eval_index], rng, n_draws=settings["scale_draws"])
-        progress(f"[{dataset}/gp] kernel {'+'.join(spec.kernel)} fitted on {fit.n_used} rows "
-                 f"(LML {fit.log_marginal_likelihood:.1f}); scale constant a = {a:.4g}")
+        logger.info("[%s/gp] kernel %s fitted on %d rows (LML %.1f); scale constant a = %.4g",
+                    dataset, "+".join(spec.kernel), fit.n_used, fit.log_marginal_likelihood, a)
         return {"family": "gp", "kernel": fit.kernel.to_dict(), "a": float(a),
                 "fit": fit.to_dict(), "seconds": time.perf_counter() - start,
                 "fit_rows": settings["fit_rows"], "scale_draws": settings["scale_draws"]}
@@ -56,8 +58,7 @@ class GaussianProcessFamily:
         return sample_prior(Kernel.from_dict(params["kernel"]), params["a"], x, rng, size=1,
                             info=info)[0]
 
-    def posterior(self, params, x_train, y_train, noise_var_train, x_eval, rng, settings,
-                  progress):
+    def posterior(self, params, x_train, y_train, noise_var_train, x_eval, rng, settings):
         from postrisk.gp.exact import posterior_draws
         from postrisk.gp.kernels import Kernel
 

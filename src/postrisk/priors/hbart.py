@@ -34,16 +34,19 @@ sharded over the JAX CPU devices (``mesh``). JAX x64 must be off (bartz fails wi
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from postrisk.core.arrays import as_matrix
+from postrisk.core.progress import progress_steps
 from postrisk.priors.base import PosteriorResult, training_targets
+
+logger = logging.getLogger(__name__)
 
 FAMILY = "hbart"
 
@@ -344,9 +347,9 @@ class TemperedRun:
 
 
 def run_tempered(state, key, schedule: list[Stage], thin: int,
-                 progress: Callable[[str], None] = lambda _: None,
                  label: str = "[hbart]") -> TemperedRun:
-    """Run ``schedule`` on ``state`` (donated), one ``run_mcmc`` call per stage, same key.
+    """Run ``schedule`` on ``state`` (donated), one ``run_mcmc`` call per stage, same key;
+    progress is logged one step per stage, ``label`` first.
 
     The last stage must save draws; they are the predictions at every row
     (``MainTraceWithTrainPred.train_pred``, missing rows included). Per stage the error
@@ -356,32 +359,31 @@ def run_tempered(state, key, schedule: list[Stage], thin: int,
     from bartz.mcmcloop import MainTrace, MainTraceWithTrainPred, run_mcmc
 
     records: list[dict[str, Any]] = []
-    start = time.perf_counter()
     draws = None
-    for i, stage in enumerate(schedule):
-        t = time.perf_counter()
-        state = set_error_precision(state, 1.0 / stage.temperature)
-        n_save = (stage.iterations - stage.burn) // thin
-        result = run_mcmc(key, state, n_save, n_burn=stage.burn, n_skip=thin,
-                          step=fixed_error_step,
-                          main_trace_type=MainTraceWithTrainPred if n_save else MainTrace)
-        if n_save:
-            draws = np.asarray(jax.device_get(result.main_trace.train_pred), dtype=np.float64)
-        state = jax.block_until_ready(result.final_state)
-        used = np.concatenate([  # the precision in the state after every step of this stage
-            np.asarray(jax.device_get(t.error_cov_inv)).ravel()
-            for t in (result.burnin_trace, result.main_trace) if t.error_cov_inv.size])
-        seconds = time.perf_counter() - t
-        records.append({"stage": i, "kind": stage.kind, "temperature": stage.temperature,
-                        "iterations": stage.iterations, "burn": stage.burn,
-                        "saved": n_save,
-                        "noise_sd_multiplier": math.sqrt(stage.temperature),
-                        "error_precision": 1.0 / stage.temperature,
-                        "error_precision_used": [float(used.min()), float(used.max())],
-                        "seconds": seconds})
-        progress(f"{label} stage {i + 1}/{len(schedule)} ({stage.kind}): T = "
-                 f"{stage.temperature:.3f}, {stage.iterations} iterations, {seconds:.1f} s "
-                 f"(elapsed {time.perf_counter() - start:.1f} s)")
+    with progress_steps(len(schedule), f"{label} tempered MCMC stages", logger) as progress:
+        for i, stage in enumerate(schedule):
+            t = time.perf_counter()
+            state = set_error_precision(state, 1.0 / stage.temperature)
+            n_save = (stage.iterations - stage.burn) // thin
+            result = run_mcmc(key, state, n_save, n_burn=stage.burn, n_skip=thin,
+                              step=fixed_error_step,
+                              main_trace_type=MainTraceWithTrainPred if n_save else MainTrace)
+            if n_save:
+                draws = np.asarray(jax.device_get(result.main_trace.train_pred), dtype=np.float64)
+            state = jax.block_until_ready(result.final_state)
+            used = np.concatenate([  # the precision in the state after every step of this stage
+                np.asarray(jax.device_get(t.error_cov_inv)).ravel()
+                for t in (result.burnin_trace, result.main_trace) if t.error_cov_inv.size])
+            seconds = time.perf_counter() - t
+            records.append({"stage": i, "kind": stage.kind, "temperature": stage.temperature,
+                            "iterations": stage.iterations, "burn": stage.burn,
+                            "saved": n_save,
+                            "noise_sd_multiplier": math.sqrt(stage.temperature),
+                            "error_precision": 1.0 / stage.temperature,
+                            "error_precision_used": [float(used.min()), float(used.max())],
+                            "seconds": seconds})
+            progress.advance(message=f"stage {i + 1} ({stage.kind}): T = {stage.temperature:.3f}, "
+                                     f"{stage.iterations} iterations, {seconds:.1f} s")
     if draws is None:
         raise ValueError("the schedule saves no draws")
     return TemperedRun(draws=draws, stages=records, final_state=state)
@@ -389,8 +391,7 @@ def run_tempered(state, key, schedule: list[Stage], thin: int,
 
 def posterior_draws(prior: TreePrior, a: float, x_train: np.ndarray, y_train: np.ndarray,
                     noise_var_train: np.ndarray, x_eval: np.ndarray, rng: np.random.Generator,
-                    settings: dict, progress: Callable[[str], None] = lambda _: None
-                    ) -> tuple[np.ndarray, dict[str, Any]]:
+                    settings: dict) -> tuple[np.ndarray, dict[str, Any]]:
     """Draws (chains, draws per chain, n_eval + n_train) at [x_eval; x_train] and the
     settings record (see :meth:`HeteroscedasticBartFamily.posterior`)."""
     import bartz
@@ -410,7 +411,7 @@ def posterior_draws(prior: TreePrior, a: float, x_train: np.ndarray, y_train: np
                                   int(temp["stages"]), float(temp["share"]))
     available, devices, note = chain_devices(chains)
     if note:
-        progress(f"[hbart] {note}")
+        logger.info("[hbart] %s", note)
 
     start = time.perf_counter()
     x_all = np.concatenate([x_eval, x_train])
@@ -421,7 +422,7 @@ def posterior_draws(prior: TreePrior, a: float, x_train: np.ndarray, y_train: np
                        precision=1.0 / schedule[0].temperature)
     key = jax.random.key(int(rng.integers(2**31)))
     init_seconds = time.perf_counter() - start
-    run = run_tempered(state, key, schedule, thin, progress)
+    run = run_tempered(state, key, schedule, thin)
     final_precision = np.asarray(jax.device_get(run.final_state.error_cov_inv.value))
     record = {
         "conditioning": "mcmc", "sampler": f"bartz {bartz.__version__}", **device_provenance(),
@@ -448,8 +449,7 @@ class HeteroscedasticBartFamily:
     name = FAMILY
 
     def fit(self, dataset: str, x: np.ndarray, target: np.ndarray, eval_index: np.ndarray,
-            settings: dict, rng: np.random.Generator,
-            progress: Callable[[str], None]) -> dict:
+            settings: dict, rng: np.random.Generator) -> dict:
         """Scale constant from ``settings["scale_draws"]`` unit-scale draws over
         ``x[eval_index]``; ``target`` is ignored (no data-dependent defaults)."""
         del target
@@ -460,8 +460,8 @@ class HeteroscedasticBartFamily:
                           n_cutpoints=int(settings["n_cutpoints"]))
         x_eval = np.asarray(x, dtype=np.float64)[np.asarray(eval_index)]
         a = scale_constant(prior, x_eval, rng, n_draws=int(settings["scale_draws"]))
-        progress(f"[{dataset}/hbart] {prior.num_trees} trees, max depth {prior.max_depth}, "
-                 f"{prior.n_cutpoints} cutpoints; scale constant a = {a:.4g}")
+        logger.info("[%s/hbart] %d trees, max depth %d, %d cutpoints; scale constant a = %.4g",
+                    dataset, prior.num_trees, prior.max_depth, prior.n_cutpoints, a)
         return {"family": FAMILY, "a": float(a), "num_trees": prior.num_trees,
                 "max_depth": prior.max_depth, "base": prior.base, "power": prior.power,
                 "n_cutpoints": prior.n_cutpoints, "scale_draws": int(settings["scale_draws"]),
@@ -476,10 +476,9 @@ class HeteroscedasticBartFamily:
 
     def posterior(self, params: dict, x_train: np.ndarray, y_train: np.ndarray,
                   noise_var_train: np.ndarray, x_eval: np.ndarray, rng: np.random.Generator,
-                  settings: dict, progress: Callable[[str], None]) -> PosteriorResult:
+                  settings: dict) -> PosteriorResult:
         """bartz MCMC with tempered warm-up; draws at [x_eval; x_train], chain-major."""
         draws, record = posterior_draws(TreePrior.from_params(params), params["a"], x_train,
-                                        y_train, noise_var_train, x_eval, rng, settings,
-                                        progress)
+                                        y_train, noise_var_train, x_eval, rng, settings)
         return PosteriorResult.from_chains(draws, settings=record, diagnostics={})
 

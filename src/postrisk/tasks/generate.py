@@ -9,8 +9,8 @@ posterior sampler; an instance regenerates bit-identically.
 from __future__ import annotations
 
 import json
+import logging
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -28,8 +28,11 @@ from postrisk.tasks.store import TASK_SCHEMA_VERSION
 
 __all__ = ["TaskKey", "build_sample", "build_task"]
 
+logger = logging.getLogger(__name__)
+
+
 def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
-                 config_digest: str = "", progress: Callable[[str], None] = print) -> xr.Dataset:
+                 config_digest: str = "") -> xr.Dataset:
     """Training inputs by scenario, f* jointly at the evaluation and training rows, noisy y.
 
     ``config_digest``: digest of the config sections that determine the sample (the sizes and
@@ -55,8 +58,8 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     f_eval, f_train = f_true[:n_eval], f_true[n_eval:]
     y_train = f_train + np.sqrt(noise_var_train) * rng["noise"].standard_normal(n)
     seconds = time.perf_counter() - start
-    progress(f"[{key.label}] sample: n = {n}, n_eval = {n_eval}, "
-             f"mean σ²_ε(eval) = {noise_var_eval.mean():.4f}, SD f*(eval) = {f_eval.std():.3f}")
+    logger.info("[%s] sample: n = %d, n_eval = %d, mean σ²_ε(eval) = %.4f, SD f*(eval) = %.3f",
+                key.label, n, n_eval, noise_var_eval.mean(), f_eval.std())
     features = ds["feature"].values
     return xr.Dataset(
         data_vars={
@@ -93,8 +96,7 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     )
 
 
-def build_task(sample: xr.Dataset, settings: dict,
-               progress: Callable[[str], None] = print) -> xr.Dataset:
+def build_task(sample: xr.Dataset, settings: dict) -> xr.Dataset:
     """Condition the same prior on the sample (noise variances known): D draws at eval + train.
 
     ``settings``: the family's sampler settings (config ``posterior.<prior>``; GP: ``draws``).
@@ -109,16 +111,16 @@ def build_task(sample: xr.Dataset, settings: dict,
     n_eval = x_eval.shape[0]
     result = family.posterior(params, x_train, sample["y_train"].values,
                               sample["noise_var_train"].values, x_eval,
-                              key.streams()["posterior"], settings, progress)
+                              key.streams()["posterior"], settings)
     n_draws = result.draws.shape[0]
     draws_eval = result.draws[:, :n_eval]
     mean, var = result.mean[:n_eval], result.var[:n_eval]
     checks = instance_point_checks(draws_eval, sample["f_true_eval"].values, result.chains)
     seconds = time.perf_counter() - start
     rhat = f"; max R̂ {checks['rhat'].max():.3f}" if "rhat" in checks else ""
-    progress(f"[{key.label}] posterior ({key.prior}): {n_draws} draws in {seconds:.1f} s{rhat}; "
-             f"90% coverage {checks['covered90'].mean():.3f}; "
-             f"corr(m, f*) {np.corrcoef(mean, sample['f_true_eval'].values)[0, 1]:.3f}")
+    logger.info("[%s] posterior (%s): %d draws in %.1f s%s; 90%% coverage %.3f; corr(m, f*) %.3f",
+                key.label, key.prior, n_draws, seconds, rhat, checks["covered90"].mean(),
+                np.corrcoef(mean, sample["f_true_eval"].values)[0, 1])
     timings = {**json.loads(sample.attrs["timings"]), "posterior_s": round(seconds, 3)}
     extra = {name: (("eval",), values[:n_eval]) for name, values in result.diagnostics.items()}
     extra.update({name: (("eval",), checks[name]) for name in ("rhat", "ess") if name in checks})

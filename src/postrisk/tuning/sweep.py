@@ -35,9 +35,10 @@ Resumable and reproducible:
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,11 @@ import numpy as np
 
 from postrisk.core import seeding
 from postrisk.core.io import array_digest, canonical_json, digest, json_default, package_version
+from postrisk.core.progress import progress_steps
 from postrisk.methods.interface import check_hyperparameters
 from postrisk.methods.runner import resolve_method, run_fit
+
+logger = logging.getLogger(__name__)
 
 TUNING_SCHEMA = "tuning-1"
 
@@ -150,8 +154,7 @@ def _study_digest(method: str, implementation_version: int, space: Mapping, fixe
                    "sampler_seed": sampler_seed})
 
 
-def _set_aside_stale_journal(journal: Path, study_name: str,
-                             say: Callable[[str], None]) -> None:
+def _set_aside_stale_journal(journal: Path, study_name: str) -> None:
     """Move ``journal`` out of the way when it holds sweeps, but not ``study_name``."""
     if not journal.exists() or journal.stat().st_size == 0:
         return
@@ -164,16 +167,15 @@ def _set_aside_stale_journal(journal: Path, study_name: str,
         return
     aside = journal.with_name(f"{journal.name}.set-aside-{time.strftime('%Y%m%dT%H%M%S')}")
     journal.replace(aside)
-    say(f"[tune] {journal} holds sweep(s) {', '.join(names)}, made for other training data, "
-        f"method code (implementation_version) or settings than {study_name}: set aside as "
-        f"{aside}; starting a new sweep")
+    logger.warning("[tune] %s holds sweep(s) %s, made for other training data, method code "
+                   "(implementation_version) or settings than %s: set aside as %s; starting a "
+                   "new sweep", journal, ", ".join(names), study_name, aside)
 
 
 def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, Any] | None = None,
          n_trials: int = 30, startup_trials: int = 10, validation_fraction: float = 0.2,
          split_key: tuple = (), sampler_seed: int = 0, random_state: int = 0,
-         n_threads: int = 1, max_new_trials: int | None = None,
-         progress: Callable[[str], None] | None = print) -> TuningResult:
+         n_threads: int = 1, max_new_trials: int | None = None) -> TuningResult:
     """Run (or resume) the sweep of ``method`` (registry name or class) on the training sample
     (``x``, ``y``).
 
@@ -181,13 +183,13 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     not searched. ``split_key``: key of the fixed 80/20 split (the condition). ``random_state``
     and ``n_threads`` go to every trial's fit. ``max_new_trials`` stops after that many new trials
     in this call (an interruption, for tests); the result then covers the trials so far.
+    Progress is logged one step per trial, with the best validation NLL so far.
     """
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
     from optuna.trial import TrialState
 
-    say = progress if progress is not None else (lambda _msg: None)
     cls = resolve_method(method)
     method = cls.name
     fixed = dict(fixed or {})
@@ -207,14 +209,14 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     defaults = {**cls.defaults, **fixed}
     provenance = {"data_digest": data, "implementation_version": version}
     if not space:
-        say(f"[tune {method}] nothing to search (every entry fixed or no search space)")
+        logger.info("[tune %s] nothing to search (every entry fixed or no search space)", method)
         return TuningResult(method=method, study_name=study_name, n_trials=0,
                             config=dict(defaults), searched={}, best_value=None,
                             best_trial=None, split=split, note="nothing to search",
                             **provenance)
 
     Path(journal).parent.mkdir(parents=True, exist_ok=True)
-    _set_aside_stale_journal(Path(journal), study_name, say)
+    _set_aside_stale_journal(Path(journal), study_name)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = JournalStorage(JournalFileBackend(str(journal)))
     study = optuna.create_study(study_name=study_name, storage=storage, direction="minimize",
@@ -231,40 +233,45 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
         study.tell(t.number, state=TrialState.FAIL)
     done = finished()
     if done:
-        say(f"[tune {method}] resuming {study_name} from {journal}: {len(done)} of {n_trials} "
-            "trials finished")
+        logger.info("[tune %s] resuming %s from %s: %d of %d trials finished", method,
+                    study_name, journal, len(done), n_trials)
     x_fit, y_fit, x_val, y_val = x[fit_idx], y[fit_idx], x[val_idx], y[val_idx]
     new = 0
-    while len(done) < n_trials and (max_new_trials is None or new < max_new_trials):
-        k = len(done)
-        study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + k,
-                                                   n_startup_trials=startup_trials)
-        trial = study.ask()
-        params = suggest(trial, space)
-        key = canonical_json(params)
-        seen = {canonical_json(t.params): t for t in done if t.state == TrialState.COMPLETE}
-        t0 = time.perf_counter()
-        if key in seen:
-            trial.set_user_attr("repeat_of", seen[key].number)
-            study.tell(trial, seen[key].value)
-            status = f"repeat of trial {seen[key].number}: NLL {seen[key].value:.4f}"
-        else:
-            record = run_fit(cls, {**fixed, **params}, x_fit, y_fit, x_val,
-                             random_state=random_state, n_threads=n_threads)
-            value = (mean_gaussian_nll(y_val, record.mean, record.prediction().total_var)
-                     if record.ok else math.nan)
-            if record.ok and math.isfinite(value):
-                study.tell(trial, value)
-                status = f"NLL {value:.4f}"
+    with progress_steps(n_trials, f"[tune {method}] trials", logger,
+                        completed=len(done)) as progress:
+        while len(done) < n_trials and (max_new_trials is None or new < max_new_trials):
+            k = len(done)
+            study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + k,
+                                                       n_startup_trials=startup_trials)
+            trial = study.ask()
+            params = suggest(trial, space)
+            key = canonical_json(params)
+            seen = {canonical_json(t.params): t for t in done if t.state == TrialState.COMPLETE}
+            t0 = time.perf_counter()
+            if key in seen:
+                trial.set_user_attr("repeat_of", seen[key].number)
+                study.tell(trial, seen[key].value)
+                status = f"repeat of trial {seen[key].number}: NLL {seen[key].value:.4f}"
             else:
-                error = record.error or "non-finite validation NLL (zero total variance)"
-                trial.set_user_attr("error", error[:2000])
-                study.tell(trial, state=TrialState.FAIL)
-                status = f"failed: {error[:200]}"
-        new += 1
-        done = finished()
-        say(f"[tune {method}] trial {k + 1}/{n_trials} ({time.perf_counter() - t0:.1f} s) "
-            f"{status}")
+                record = run_fit(cls, {**fixed, **params}, x_fit, y_fit, x_val,
+                                 random_state=random_state, n_threads=n_threads)
+                value = (mean_gaussian_nll(y_val, record.mean, record.prediction().total_var)
+                         if record.ok else math.nan)
+                if record.ok and math.isfinite(value):
+                    study.tell(trial, value)
+                    status = f"NLL {value:.4f}"
+                else:
+                    error = record.error or "non-finite validation NLL (zero total variance)"
+                    trial.set_user_attr("error", error[:2000])
+                    study.tell(trial, state=TrialState.FAIL)
+                    status = f"failed: {error[:200]}"
+            new += 1
+            done = finished()
+            scored = [t for t in done if t.state == TrialState.COMPLETE]
+            so_far = (f"; best NLL {min(t.value for t in scored):.4f}" if scored else
+                      "; no successful trial yet")
+            progress.advance(message=f"trial {k + 1}/{n_trials} ({time.perf_counter() - t0:.1f} s) "
+                                     f"{status}{so_far}")
 
     trials = [{"number": t.number, "state": t.state.name, "value": t.value,
                "params": dict(t.params), "seconds": _seconds(t),
@@ -277,14 +284,14 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
                               config=config, searched=dict(best.params),
                               best_value=float(best.value), best_trial=best.number,
                               trials=trials, split=split, **provenance)
-        say(f"[tune {method}] best trial {best.number}: NLL {best.value:.4f} "
-            f"{canonical_json(best.params)}")
+        logger.info("[tune %s] best trial %d: NLL %.4f %s", method, best.number, best.value,
+                    canonical_json(best.params))
     else:
         result = TuningResult(method=method, study_name=study_name, n_trials=n_trials,
                               config=dict(defaults), searched={}, best_value=None,
                               best_trial=None, trials=trials, split=split,
                               note="no successful trial: the defaults are used", **provenance)
-        say(f"[tune {method}] no successful trial in {len(done)}; using the defaults")
+        logger.info("[tune %s] no successful trial in %d; using the defaults", method, len(done))
     return result
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from postrisk.core import seeding
 from postrisk.core.io import json_attr, open_zarr, write_text_atomic, write_zarr_atomic
+from postrisk.core.progress import progress_steps
 from postrisk.covariates.build import load_covariates, write_covariates
 from postrisk.grid.seeds import select_valid_seeds, usable_seeds
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
@@ -50,7 +51,7 @@ def fit_prior(dataset: str, prior: str, covariates: str | Path, settings: dict,
 
     cov = load_covariates(covariates)
     params = get_family(prior).fit(dataset, cov.x, cov.ds["target"].values, cov.eval_index,
-                                   settings, seeding.rng("prior", dataset, prior), print)
+                                   settings, seeding.rng("prior", dataset, prior))
     params.update({"dataset": dataset, "prior": prior})
     write_text_atomic(out, json.dumps(params, indent=2) + "\n")
     return params
@@ -66,12 +67,12 @@ def make_sample(key: TaskKey, covariates: str | Path, prior: str | Path, n: int,
 def make_samples(units: Sequence[Mapping]) -> None:
     """The sample stores of one job's instances (a sample rule's ``params.jobs``:
     :mod:`postrisk.grid.jobs`), in order, each written as soon as it is done."""
-    for i, unit in enumerate(units, 1):
-        key = TaskKey(**{**unit["key"], "seed": int(unit["key"]["seed"])})
-        if len(units) > 1:
-            logger.info("instance %d/%d: %s", i, len(units), key.label)
-        make_sample(key, unit["covariates"], unit["prior"], unit["n"], unit["digest"],
-                    unit["out"])
+    with progress_steps(len(units), "sample stores", logger) as progress:
+        for unit in units:
+            key = TaskKey(**{**unit["key"], "seed": int(unit["key"]["seed"])})
+            make_sample(key, unit["covariates"], unit["prior"], unit["n"], unit["digest"],
+                        unit["out"])
+            progress.advance(message=key.label)
 
 
 def make_task(sample: str | Path, settings: dict, out: str | Path,
@@ -96,10 +97,10 @@ def make_tasks(units: Sequence[Mapping], accelerator: Mapping | None = None) -> 
     from postrisk.core.jax_env import check_accelerator
 
     record = check_accelerator(**accelerator) if accelerator else None
-    for i, unit in enumerate(units, 1):
-        if len(units) > 1:
-            logger.info("instance %d/%d: %s", i, len(units), unit["sample"])
-        make_task(unit["sample"], unit["settings"], unit["out"], record)
+    with progress_steps(len(units), "reference posteriors", logger) as progress:
+        for unit in units:
+            make_task(unit["sample"], unit["settings"], unit["out"], record)
+            progress.advance(message="/".join(unit["key"].values()))
 
 
 def select_seeds(bnn_tasks: Sequence[str | Path], n_valid: int, out: str | Path) -> dict:
@@ -111,8 +112,8 @@ def select_seeds(bnn_tasks: Sequence[str | Path], n_valid: int, out: str | Path)
         max_rhat[int(ds.attrs["seed"])] = float(ds["rhat"].max())
         cell = "/".join(str(ds.attrs[k]) for k in ("dataset", "noise", "coverage"))
     selection = select_valid_seeds(max_rhat, n_valid, cell=cell)
-    print(f"valid seeds {selection['valid']}; dropped {selection['dropped']} (max R̂ " +
-          ", ".join(f"{s}: {r:.3f}" for s, r in max_rhat.items()) + ")")
+    logger.info(f"valid seeds {selection['valid']}; dropped {selection['dropped']} (max R̂ " +
+                ", ".join(f"{s}: {r:.3f}" for s, r in max_rhat.items()) + ")")
     write_text_atomic(out, json.dumps(selection, indent=2) + "\n")
     return selection
 
@@ -156,15 +157,14 @@ def condition_config(method: str, settings: dict, sample: str | Path, tuning: di
 def fit_conditions(units: Sequence[Mapping], n_threads: int = 1) -> None:
     """One fit job (a fit rule's ``params.jobs``): :func:`fit_condition` for each of its
     (method, condition) units, in order."""
-    for i, unit in enumerate(units, 1):
-        if len(units) > 1:
-            logger.info("condition %d/%d: %s on %s", i, len(units), unit["method"],
-                        "/".join(unit["condition"]))
-        fit_condition(unit["method"], unit["settings"], unit["samples"], unit["seeds"],
-                      unit["fits"], n_threads=n_threads, n_valid=unit["n_valid"],
-                      selection=unit["selection"], tuning=unit["tuning"],
-                      journal=unit["journal"], condition=unit["condition"],
-                      config_out=unit["config"])
+    with progress_steps(len(units), "conditions", logger) as progress:
+        for unit in units:
+            fit_condition(unit["method"], unit["settings"], unit["samples"], unit["seeds"],
+                          unit["fits"], n_threads=n_threads, n_valid=unit["n_valid"],
+                          selection=unit["selection"], tuning=unit["tuning"],
+                          journal=unit["journal"], condition=unit["condition"],
+                          config_out=unit["config"])
+            progress.advance(message=f"{unit['method']} on {'/'.join(unit['condition'])}")
 
 
 def fit_condition(method: str, settings: dict, samples: Sequence[str | Path],
@@ -189,13 +189,15 @@ def fit_condition(method: str, settings: dict, samples: Sequence[str | Path],
     pairs = [(s, p) for s, p in zip(seeds, samples, strict=True) if int(s) in use]
     seeds = [s for s, _ in pairs]
     records = []
-    for seed, path in pairs:
-        ds = validate_store(path, kind="sample")
-        record = run_fit(method, config, ds["x_train"].values, ds["y_train"].values,
-                         ds["x_eval"].values, random_state=int(seed), n_threads=n_threads)
-        print(f"[{method}] seed {seed}: {record.status} in {record.fit_seconds:.2f} s"
-              + (f" — {record.error}" if record.error else ""))
-        records.append(record)
+    with progress_steps(len(pairs), f"[{method}] fits over seeds", logger) as progress:
+        for seed, path in pairs:
+            ds = validate_store(path, kind="sample")
+            record = run_fit(method, config, ds["x_train"].values, ds["y_train"].values,
+                             ds["x_eval"].values, random_state=int(seed), n_threads=n_threads)
+            records.append(record)
+            progress.advance(message=f"seed {seed}: {record.status} in "
+                             f"{record.fit_seconds:.2f} s"
+                             + (f" — {record.error}" if record.error else ""))
     write_zarr_atomic(fit_records_to_dataset(records, list(seeds)), out)
 
 
@@ -230,7 +232,7 @@ def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figur
     figures = {Path(f).stem.rsplit("_", 1)[-1]: str(f) for f in family_figures}
     result = write_checks(tasks, table, instances, figure, scale, np.random.default_rng(0),
                           n_valid, sensitivity, figures)
-    print(result.to_string())
+    logger.info("\n%s", result.to_string())
     return result
 
 
@@ -242,5 +244,5 @@ def report_scores(scores: Sequence[str | Path], instances: str, table: str, figu
 
     result = write_scores(scores, instances, table, figure, scale, np.random.default_rng(0),
                           sensitivity)
-    print(result.to_string())
+    logger.info("\n%s", result.to_string())
     return result

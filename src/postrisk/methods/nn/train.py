@@ -8,7 +8,7 @@ API
     settings return the same object, so jitted training is reused across fits.
 
 ``train(loss_fn, params, state, x, y, *, optimizer, n_epochs, batch_size, key, n_members=None,
-member_rows=None, progress=None) -> (params, state, history)``
+member_rows=None, label="train: epochs") -> (params, state, history)``
     ``loss_fn(params, state, xb, yb, key) -> (loss, new_state)`` is the loss of ONE member on
     one minibatch (a scalar, normally the mean over the batch plus penalties; ``state`` is any
     pytree carried between steps and not differentiated, e.g. spectral-norm vectors — use
@@ -24,8 +24,8 @@ member_rows=None, progress=None) -> (params, state, history)``
     full batch, one step per epoch, no shuffling. The whole loop is jitted (``lax.scan`` over
     steps inside a ``lax.fori_loop`` over epochs) and compiled once per (loss_fn, optimizer,
     shapes, settings) — pass the same ``loss_fn`` and optimizer objects to reuse it; the
-    epochs run in ~10 chunks so ``progress`` (a callable taking one line of text) hears about
-    each ~10%.
+    epochs run in ~10 chunks, and the progress (epochs, the last epoch's mean loss) is logged
+    after each, prefixed by ``label`` (the method's name and its word for an epoch).
 
     Members ("members vmapped as one model"): with ``n_members = M`` every leaf of ``params``
     and ``state`` has a leading member axis M, the optimiser state is per member (``init`` and
@@ -45,6 +45,7 @@ and one key per step.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -54,6 +55,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+
+from postrisk.core.progress import progress_steps
+
+logger = logging.getLogger(__name__)
 
 #: Global-norm gradient clipping threshold of the shared optimiser (App. C.4).
 CLIP_NORM = 1.0
@@ -137,7 +142,7 @@ def _run_epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, key
 def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
           optimizer: optax.GradientTransformation, n_epochs: int, batch_size: int | None,
           key: jax.Array, n_members: int | None = None, member_rows: Any = None,
-          progress: Callable[[str], None] | None = None) -> tuple[Any, Any, dict]:
+          label: str = "train: epochs") -> tuple[Any, Any, dict]:
     """Train one model or ``n_members`` vmapped members (see the module docstring)."""
     n_epochs = int(n_epochs)
     if n_epochs < 1:
@@ -179,16 +184,15 @@ def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
     chunk = max(1, math.ceil(n_epochs / 10))
     t0 = time.perf_counter()
     start = 0
-    while start < n_epochs:
-        stop = min(start + chunk, n_epochs)
-        carry, losses = _run_epochs(carry, losses, x, y, keys, jnp.int32(start),
-                                    jnp.int32(stop), loss_fn=loss_fn, optimizer=optimizer,
-                                    batch_size=batch_size, members=members)
-        if progress is not None:
+    with progress_steps(n_epochs, label, logger) as progress:
+        while start < n_epochs:
+            stop = min(start + chunk, n_epochs)
+            carry, losses = _run_epochs(carry, losses, x, y, keys, jnp.int32(start),
+                                        jnp.int32(stop), loss_fn=loss_fn, optimizer=optimizer,
+                                        batch_size=batch_size, members=members)
             last = np.asarray(losses[..., stop - 1])
-            progress(f"epoch {stop}/{n_epochs}: loss {float(np.mean(last)):.4g} "
-                     f"({time.perf_counter() - t0:.1f} s)")
-        start = stop
+            progress.advance(stop - start, message=f"loss {float(np.mean(last)):.4g}")
+            start = stop
     params, state, _ = carry
     jax.block_until_ready(params)
     history = {"loss": np.asarray(losses)[..., :n_epochs], "seconds": time.perf_counter() - t0}

@@ -1,0 +1,358 @@
+"""Logging and progress: the library's one way of saying what it is doing (docs/design.md,
+"Engineering rules").
+
+Library modules report through :mod:`logging` only — ``logger = logging.getLogger(__name__)``,
+``logger.info`` for progress, ``logger.warning`` for warnings — and never print. A long loop
+reports through :func:`progress_steps` (or :func:`track`, its iterable form):
+
+- on an interactive terminal (``sys.stderr`` is a TTY, not redirected to a file) it drives a
+  ``rich`` progress bar, refreshed from the loop itself (no thread), and logs only the final
+  line; several loops active at once share one bar display (one row each);
+- otherwise (a job's log file, CI, a test) it logs plain lines: one at the start; then a line
+  for a step when the loop has at most :data:`FEW_STEPS` steps (few steps are slow ones), when
+  the step crosses a further tenth of the total, or when ``interval_s`` seconds have passed
+  since the last line (an unknown total: by time only); always a final line with the elapsed
+  time.
+
+Where the lines go is decided once per process: :func:`configure_logging` (or the context
+managers :func:`logging_to` and :func:`terminal_logging`) sends every ``postrisk.*`` logger's
+INFO lines, Python warnings and third-party WARNING+ lines to a stream or file as plain
+timestamped lines (``2026-11-30 11:40:02 INFO postrisk.priors.hbart: ...``). A Snakemake job
+does so through ``postrisk.workflow.logs.job_log``; the ``postrisk`` command through
+:func:`terminal_logging`.
+
+This module imports only the standard library (``rich`` lazily, on a terminal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+__all__ = ["DEFAULT_INTERVAL_S", "FEW_STEPS", "LIBRARY", "Progress", "configure_logging",
+           "logging_to", "progress_steps", "terminal_logging", "track"]
+
+#: The library's logger namespace: its INFO lines are shown, other libraries' from WARNING on.
+LIBRARY = "postrisk"
+#: Plain mode: at most one time-triggered line per this many seconds.
+DEFAULT_INTERVAL_S = 30.0
+#: Plain mode: loops with at most this many steps log every step.
+FEW_STEPS = 20
+#: Plain mode: a line whenever the loop crosses another 1/TENTHS of its total.
+TENTHS = 10
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------------------------------------
+# Where log lines go
+# ---------------------------------------------------------------------------------------------
+
+class _LibraryOrWarning(logging.Filter):
+    """The library's records from ``level`` on, everyone's from WARNING on."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        ours = record.name == LIBRARY or record.name.startswith(LIBRARY + ".")
+        return ours and record.levelno >= self.level
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a line is emitted (a redirection, or rich's
+    proxy that prints above a live progress bar)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+def _captures_warnings() -> bool:
+    return getattr(logging, "_warnings_showwarning", None) is not None
+
+
+def configure_logging(target: IO[str] | str | Path | None = None,
+                      level: int = logging.INFO) -> Callable[[], None]:
+    """Send the library's log lines (``postrisk.*`` from ``level`` on), Python warnings
+    (``logging.captureWarnings``) and other libraries' WARNING+ lines to ``target`` as plain
+    timestamped lines; returns a function that restores the previous state.
+
+    ``target``: an open text stream, a file path (appended to; closed on restore) or ``None``
+    (``sys.stderr`` as it is at each line). A handler installed by an earlier call is detached
+    until the restore, so nested configurations do not print lines twice.
+    """
+    root = logging.getLogger()
+    library = logging.getLogger(LIBRARY)
+    opened = None
+    if target is None:
+        handler: logging.Handler = _StderrHandler()
+    elif isinstance(target, str | Path):
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        opened = open(target, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+        handler = logging.StreamHandler(opened)
+    else:
+        handler = logging.StreamHandler(target)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, DATE_FORMAT))
+    handler.addFilter(_LibraryOrWarning(level))
+    handler._postrisk = True  # type: ignore[attr-defined]
+    earlier = [h for h in root.handlers if getattr(h, "_postrisk", False)]
+    for h in earlier:
+        root.removeHandler(h)
+    previous_level, previous_capture = library.level, _captures_warnings()
+    root.addHandler(handler)
+    library.setLevel(level)
+    logging.captureWarnings(True)
+
+    def restore() -> None:
+        logging.captureWarnings(previous_capture)
+        library.setLevel(previous_level)
+        root.removeHandler(handler)
+        handler.close()
+        if opened is not None:
+            opened.close()
+        for h in earlier:
+            root.addHandler(h)
+
+    return restore
+
+
+@contextlib.contextmanager
+def logging_to(target: IO[str] | str | Path | None = None,
+               level: int = logging.INFO) -> Iterator[None]:
+    """:func:`configure_logging` for the duration of the block."""
+    restore = configure_logging(target, level)
+    try:
+        yield
+    finally:
+        restore()
+
+
+def terminal_logging(level: int = logging.INFO) -> contextlib.AbstractContextManager[None]:
+    """The library's INFO lines (and warnings) on the terminal's stderr, for the block: what a
+    command-line entry point wraps itself in."""
+    return logging_to(None, level)
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress of a loop
+# ---------------------------------------------------------------------------------------------
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError):  # no stderr, or a closed one
+        return False
+
+
+def _seconds(s: float) -> str:
+    if s < 60:
+        return f"{s:.1f} s"
+    minutes, sec = divmod(int(round(s)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{sec:02d}" if hours else f"{minutes}:{sec:02d} min"
+
+
+class _Display:
+    """The one rich progress display of the process, shared by the loops active at once."""
+
+    def __init__(self, console: Any) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichProgress
+
+        self.progress = RichProgress(
+            TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+            TaskProgressColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+            TextColumn("{task.fields[message]}", markup=False), console=console,
+            auto_refresh=False, transient=False)  # markup off: "[bnn] …" is no rich tag
+        self.users = 0
+        self.last_refresh = -math.inf
+
+    def refresh(self, now: float, force: bool = False) -> None:
+        if force or now - self.last_refresh >= 0.1:  # at most 10 redraws a second
+            self.progress.refresh()
+            self.last_refresh = now
+
+
+_DISPLAY: _Display | None = None
+
+
+class Progress:
+    """The progress of one loop (see the module docstring); made by :func:`progress_steps`.
+
+    A context manager: leaving the block logs the final line (and ends the bar's row).
+    """
+
+    def __init__(self, total: int | None, description: str, logger: logging.Logger | str, *,
+                 interval_s: float = DEFAULT_INTERVAL_S, completed: int = 0,
+                 console: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total = None if total is None else max(0, int(total))
+        self.description = description
+        self.logger = logging.getLogger(logger) if isinstance(logger, str) else logger
+        self.interval_s = float(interval_s)
+        self.completed = self._initial = int(completed)
+        self.message = ""
+        self._clock = clock
+        self._start = self._last_line = clock()
+        self._closed = False
+        self._next_tenth = self._tenth_after(self.completed)
+        terminal = console.is_terminal if console is not None else _stderr_is_terminal()
+        self._display: _Display | None = None
+        self._task = None
+        if terminal:
+            self._open_bar(console)
+        else:
+            of = "started" if self.total is None else \
+                f"{self.total} step{'' if self.total == 1 else 's'}"
+            if self.completed:
+                of += f", {self.completed} done before"
+            self.logger.info("%s: %s", description, of)
+
+    # -- plain mode ---------------------------------------------------------------------------
+    def _tenth_after(self, done: int) -> int | None:
+        """The next multiple of total/10 (in steps) above ``done``."""
+        if not self.total:
+            return None
+        k = math.floor(done * TENTHS / self.total) + 1
+        return math.ceil(k * self.total / TENTHS)
+
+    def _step_line(self, now: float) -> str:
+        elapsed = now - self._start
+        if self.total:
+            done = self.completed - self._initial
+            eta = ""
+            if 0 < done and self.completed < self.total:
+                eta = f", ~{_seconds(elapsed / done * (self.total - self.completed))} left"
+            head = (f"{self.completed}/{self.total} ({100 * self.completed / self.total:.0f}%), "
+                    f"{_seconds(elapsed)}{eta}")
+        else:
+            head = f"{self.completed} steps, {_seconds(elapsed)}"
+        return f"{self.description}: {head}" + (f" — {self.message}" if self.message else "")
+
+    # -- terminal mode ------------------------------------------------------------------------
+    def _open_bar(self, console: Any) -> None:
+        global _DISPLAY
+        if _DISPLAY is None:
+            if console is None:
+                from rich.console import Console
+
+                console = Console(stderr=True)
+            _DISPLAY = _Display(console)
+            _DISPLAY.progress.start()
+        self._display = _DISPLAY
+        self._display.users += 1
+        self._task = self._display.progress.add_task(
+            self.description, total=self.total, completed=self.completed, message="")
+        self._display.refresh(self._clock(), force=True)
+
+    def _close_bar(self) -> None:
+        global _DISPLAY
+        display, self._display = self._display, None
+        if display is None:
+            return
+        display.refresh(self._clock(), force=True)
+        display.users -= 1
+        if display.users == 0:
+            display.progress.stop()
+            if _DISPLAY is display:
+                _DISPLAY = None
+        elif self._task is not None:
+            display.progress.remove_task(self._task)
+
+    # -- the API ------------------------------------------------------------------------------
+    def advance(self, n: int = 1, message: str = "") -> None:
+        """``n`` more steps done; ``message`` (e.g. the current loss) shown with them."""
+        self.completed += int(n)
+        if message:
+            self.message = message
+        now = self._clock()
+        if self._display is not None:
+            self._display.progress.update(self._task, completed=self.completed,
+                                          message=self.message)
+            self._display.refresh(now)
+            return
+        due = now - self._last_line >= self.interval_s
+        if self.total is not None and self.total <= FEW_STEPS:
+            due = True
+        elif self._next_tenth is not None and self.completed >= self._next_tenth:
+            due = True
+        if due:
+            self.logger.info("%s", self._step_line(now))
+            self._last_line = now
+            self._next_tenth = self._tenth_after(self.completed)
+
+    @property
+    def elapsed(self) -> float:
+        return self._clock() - self._start
+
+    def close(self, failed: bool = False) -> None:
+        """The final line: steps done and the elapsed time (called on leaving the block)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._close_bar()
+        of = f"{self.completed}/{self.total}" if self.total is not None else f"{self.completed}"
+        how = "stopped after" if failed else "done,"
+        self.logger.info("%s: %s %s steps in %s", self.description, how, of,
+                         _seconds(self.elapsed))
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(failed=exc_type is not None)
+
+
+def progress_steps(total: int | None, description: str, logger: logging.Logger | str, *,
+                   interval_s: float = DEFAULT_INTERVAL_S, completed: int = 0,
+                   console: Any = None,
+                   clock: Callable[[], float] = time.monotonic) -> Progress:
+    """A loop's progress reporter (see the module docstring): ``with progress_steps(n, "[x]
+    fit", logger) as p: ... p.advance(message=...)``.
+
+    ``total``: the number of steps (``None``: unknown); ``completed``: steps already done
+    before (a resumed loop); ``description``: the lines' prefix (the bar's label). ``console``
+    (a ``rich.console.Console``) replaces the terminal check and the display's console (tests);
+    ``clock``: seconds, monotonic (tests pass a fake one).
+    """
+    return Progress(total, description, logger, interval_s=interval_s, completed=completed,
+                    console=console, clock=clock)
+
+
+def track(iterable: Iterable[T], description: str, logger: logging.Logger | str, *,
+          total: int | None = None, interval_s: float = DEFAULT_INTERVAL_S,
+          console: Any = None, clock: Callable[[], float] = time.monotonic) -> Iterator[T]:
+    """Iterate over ``iterable``, one step per item (counted once the loop body is done);
+    ``total`` defaults to ``len(iterable)`` where it has one."""
+    if total is None and hasattr(iterable, "__len__"):
+        total = len(iterable)  # type: ignore[arg-type]
+    with progress_steps(total, description, logger, interval_s=interval_s, console=console,
+                        clock=clock) as progress:
+        for item in iterable:
+            yield item
+            progress.advance()
