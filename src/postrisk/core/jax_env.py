@@ -99,5 +99,6 @@ def check_accelerator(requested: bool, allow_cpu_fallback: bool = False,
     raise AcceleratorMissing(
         f"this job asked for a GPU but JAX sees none (backend {backend!r}; {details}). Run it "
         "in the GPU environment (workflow/envs/jax-gpu.yaml, `--sdm conda`) on a node with a "
-        "CUDA 12 driver, or set accelerator.allow_cpu_fallback: true to run it on the CPU "
-        "(recorded in the store; much slower)")
+        "CUDA 12 driver; or, to run on the CPU (much slower), set "
+        "accelerator.allow_cpu_fallback: true (recorded in the store) or accelerator.use: false "
+        "(no GPU requested)")
