@@ -1,4 +1,6 @@
 # Shared by every stage: config validation, wildcard constraints, input functions, the guard.
+import gc
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -43,6 +45,10 @@ TASK_SEEDS = SEED_POLICY.task_seeds
 RULES = grid.workflow_rules(config)
 GROUPED = {stage: RULES[stage] for stage in grid.jobs.UNIT_KEYS}
 SIMPLE = {stage: rules[0] for stage, rules in RULES.items() if stage not in GROUPED}
+# The job table lives as long as the run: keep its objects out of the garbage collector's scans
+# (on the full grid they would be rescanned at every full collection while Snakemake builds the
+# DAG).
+gc.freeze()
 
 
 wildcard_constraints:
@@ -59,17 +65,44 @@ def env(family):
     return f"../workflow/envs/{family}.yaml"
 
 
+def per_job(function):
+    """A rule's function of the job. Snakemake inspects such a function's signature each time
+    it calls it (once per job and directive); a precomputed signature turns that into a lookup,
+    which matters on the full grid's 10,000 jobs (benchmarks/plan_time.py)."""
+    function.__signature__ = inspect.signature(function)
+    return function
+
+
+def jobs_of(rule):
+    """A grouped rule's `params.jobs`: the units of the job (postrisk.grid.jobs)."""
+    return per_job(lambda wildcards: rule.job(wildcards).payload)
+
+
+def _per_job(rule, resource):
+    """A constant where every job of the rule asks for the same (no function for Snakemake to
+    evaluate per job: planning time), else the job's own value."""
+    constant = rule.constant(resource)
+    if constant is not None:
+        return constant
+    return per_job(lambda wildcards: getattr(rule.job(wildcards).resources, resource))
+
+
 def threads_of(rule):
-    """A rule's `threads:`: its job's, from the cost model."""
-    return lambda wildcards: rule.job(wildcards).resources.threads
+    """A rule's `threads:`: its jobs', from the cost model."""
+    return _per_job(rule, "threads")
 
 
 def resources_of(rule):
-    """A rule's `resources:` (runtime in minutes, mem_mb, gpu): its job's, from the cost model
+    """A rule's `resources:` (runtime in minutes, mem_mb, gpu): its jobs', from the cost model
     and the family's or method's accelerator declaration."""
-    return {"runtime": lambda wildcards: rule.job(wildcards).resources.runtime,
-            "mem_mb": lambda wildcards: rule.job(wildcards).resources.mem_mb,
-            "gpu": lambda wildcards: rule.job(wildcards).resources.gpu}
+    return {name: _per_job(rule, name) for name in ("runtime", "mem_mb", "gpu")}
+
+
+def inputs_of(rule):
+    """A grouped rule's `input:`: patterns where its jobs share an input shape, else per job."""
+    if rule.inputs is not None:
+        return rule.inputs
+    return per_job(lambda wildcards: rule.job(wildcards).inputs)
 
 
 def condition_of(wildcards):

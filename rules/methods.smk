@@ -14,11 +14,11 @@ for _rule in GROUPED["fit"]:
         name:
             _rule.name
         input:
-            lambda w, r=_rule: r.job(w).inputs,
+            inputs_of(_rule),
         output:
             [directory(p) for p in _rule.outputs["fit"]] + _rule.outputs["tuning_result"],
         params:
-            jobs=lambda w, r=_rule: r.job(w).payload,
+            jobs=jobs_of(_rule),
         log:
             _rule.log,
         benchmark:

@@ -30,11 +30,11 @@ for _rule in GROUPED["sample"]:
         name:
             _rule.name
         input:
-            lambda w, r=_rule: r.job(w).inputs,
+            inputs_of(_rule),
         output:
             [directory(p) for p in _rule.outputs["sample"]],
         params:
-            jobs=lambda w, r=_rule: r.job(w).payload,
+            jobs=jobs_of(_rule),
             schema=TASK_SCHEMA_VERSION,
         log:
             _rule.log,
@@ -61,11 +61,11 @@ for _rule in GROUPED["posterior"]:
         name:
             _rule.name
         input:
-            lambda w, r=_rule: r.job(w).inputs,
+            inputs_of(_rule),
         output:
             [directory(p) for p in _rule.outputs["task"]],
         params:
-            jobs=lambda w, r=_rule: r.job(w).payload,
+            jobs=jobs_of(_rule),
             accelerator={"requested": _rule.accelerator,
                          "allow_cpu_fallback": config["accelerator"]["allow_cpu_fallback"]},
         log:

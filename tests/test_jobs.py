@@ -77,12 +77,25 @@ def test_rules_of_different_output_shapes_are_named_apart(demo):
     rules = stage_rules(demo, "sample")
     assert {r.name: len(r.outputs["sample"]) for r in rules} == {"sample_gp": 8,
                                                                  "sample_bnn_hbart": 4}
+    # jobs of one rule share their input shape too: inputs are patterns, not functions
+    assert rules[0].inputs == ["results/covariates/{dataset}.zarr",
+                               "results/priors/{dataset}/{prior}.json"]
+    mcmc = stage_rules(demo, "posterior")[1]
+    assert mcmc.inputs == [o.replace("results/tasks/", "results/samples/")
+                           for o in mcmc.outputs["task"]]
     fit = stage_rules(demo, "fit")
+    assert fit[0].inputs is None  # a condition's seeds depend on its cell
     assert [r.name for r in fit] == ["fit"] and fit[0].keys == ("method",)
     assert len(fit[0].outputs["fit"]) == len(fit[0].outputs["tuning_result"]) == 32
     job = fit[0].job({"method": "blr"})
     assert [u["method"] for u in job.payload] == ["blr"] * 32
     assert "inputs" not in job.payload[0] and job.payload[0]["fits"].endswith("/blr.zarr")
+
+
+def test_resources_the_same_for_every_job_are_constants(paper):
+    sample = stage_rules(paper, "sample")[0]
+    assert sample.constant("threads") == 1 and sample.constant("gpu") == 0
+    assert sample.constant("mem_mb") is None  # it grows with the dataset's rows
 
 
 def test_bad_grouping_is_a_clear_config_error(paper):

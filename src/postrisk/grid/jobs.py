@@ -54,6 +54,12 @@ FIXED_KEYS: dict[str, tuple[str, ...]] = {"sample": (), "posterior": ("prior",),
 OUTPUT_KINDS: dict[str, tuple[str, ...]] = {
     "sample": ("sample",), "posterior": ("task",), "fit": ("fit", "tuning_result"),
 }
+#: Inputs of a unit of the instance stages: (kind, the keys of the unit its path takes). The
+#: inputs of a fit unit depend on its cell's seed policy and have no fixed shape.
+INPUT_KINDS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "sample": (("covariates", ("dataset",)), ("prior", ("dataset", "prior"))),
+    "posterior": (("sample", UNIT_KEYS["posterior"]),),
+}
 #: Stages whose cost entry is per prior family or per method.
 COST_BY = {"prior": "prior", "sample": "prior", "posterior": "prior", "fit": "method"}
 #: Rows at which a cost entry's per-size terms are given (``cost_model.rows`` overrides it).
@@ -232,6 +238,16 @@ class StageRule:
     constraints: dict[str, str]
     accelerator: bool
     jobs: dict[tuple[str, ...], Job] = field(default_factory=dict)
+    #: the inputs as patterns, where every job's inputs have the same shape (else None: the
+    #: rule takes :meth:`job` ``.inputs`` per job)
+    inputs: list[str] | None = None
+
+    def constant(self, resource: str) -> int | None:
+        """The value of ``resource`` (a :class:`Resources` field) when every job of the rule
+        asks for the same, else None. A rule declares such a value as a constant: Snakemake
+        evaluates a function per job, which costs planning time on the full grid."""
+        values = {getattr(job.resources, resource) for job in self.jobs.values()}
+        return values.pop() if len(values) == 1 else None
 
     @property
     def log(self) -> str:
@@ -334,6 +350,10 @@ def stage_rules(cfg: Mapping, stage: str, policy: SeedPolicy | None = None) -> l
                 name=name, stage=stage, keys=keys, outputs=outputs, accelerator=accelerator,
                 constraints={k: _alternatives({ident[i] for ident in idents})
                              for i, k in enumerate(keys)})
+            if stage in INPUT_KINDS:  # same output shape, so the same input shape
+                rule.inputs = list(dict.fromkeys(
+                    path(kind, **{k: wild.get(k, u["key"][k]) for k in fields})
+                    for u in units0 for kind, fields in INPUT_KINDS[stage]))
             for ident in idents:
                 units = groups[(base, ident)]
                 if any(wants_accelerator(cfg, stage, u["key"][name_key]) != accelerator
