@@ -42,7 +42,7 @@ SEED_POLICY = grid.SeedPolicy(config)
 TASK_SEEDS = SEED_POLICY.task_seeds
 # Every rule's jobs, their units and resources (postrisk.grid.jobs): the stages that batch units
 # get one rule per output shape; the others one rule each.
-RULES = grid.workflow_rules(config)
+RULES = grid.workflow_rules(config, SEED_POLICY)
 GROUPED = {stage: RULES[stage] for stage in grid.jobs.UNIT_KEYS}
 SIMPLE = {stage: rules[0] for stage, rules in RULES.items() if stage not in GROUPED}
 # The job table lives as long as the run: keep its objects out of the garbage collector's scans
@@ -115,10 +115,6 @@ def covariate_store_of(wildcards):
 
 def prior_settings(wildcards):
     return config[f"{wildcards.prior}_prior"]
-
-
-def posterior_settings(wildcards):
-    return config["posterior"][wildcards.prior]
 
 
 def condition_tasks(wildcards):

@@ -167,6 +167,8 @@ def env_family(accelerator: bool) -> str:
 
 def _units(cfg: Mapping, stage: str, policy: SeedPolicy) -> list[dict[str, Any]]:
     """Every unit of ``stage`` with its payload (what the script needs), in a fixed order."""
+    from postrisk.grid.plan import config_digest
+
     conds = implemented_conditions(cfg)
     units: list[dict[str, Any]] = []
     if stage in ("sample", "posterior"):
@@ -174,6 +176,7 @@ def _units(cfg: Mapping, stage: str, policy: SeedPolicy) -> list[dict[str, Any]]
         for c in conds:
             by_prior.setdefault(c.prior, []).append(c)
         for prior, cs in by_prior.items():
+            digest = config_digest(cfg, prior)
             datasets = list(dict.fromkeys(c.dataset for c in cs))
             cells = sorted({(c.noise, c.coverage) for c in cs})
             present = {(c.dataset, c.noise, c.coverage) for c in cs}
@@ -184,7 +187,7 @@ def _units(cfg: Mapping, stage: str, policy: SeedPolicy) -> list[dict[str, Any]]
                     for seed in policy.task_seeds:
                         key = {"dataset": dataset, "prior": prior, "noise": noise,
                                "coverage": coverage, "seed": str(seed)}
-                        units.append(_instance_unit(cfg, stage, key))
+                        units.append(_instance_unit(cfg, stage, key, digest))
     elif stage == "fit":
         for method in implemented_methods(cfg):
             for c in conds:
@@ -194,9 +197,9 @@ def _units(cfg: Mapping, stage: str, policy: SeedPolicy) -> list[dict[str, Any]]
     return units
 
 
-def _instance_unit(cfg: Mapping, stage: str, key: dict[str, str]) -> dict[str, Any]:
-    from postrisk.grid.plan import config_digest
-
+def _instance_unit(cfg: Mapping, stage: str, key: dict[str, str],
+                   digest: str) -> dict[str, Any]:
+    """One instance's unit; ``digest``: its family's sample-config digest."""
     sample = path("sample", **key)
     if stage == "sample":
         covariates = path("covariates", dataset=key["dataset"])
@@ -204,7 +207,7 @@ def _instance_unit(cfg: Mapping, stage: str, key: dict[str, str]) -> dict[str, A
         return {"key": key, "inputs": [covariates, prior], "outputs": [sample],
                 "covariates": covariates, "prior": prior, "out": sample,
                 "n": training_size(key["dataset"], cfg["sizes"].get("n_cap")),
-                "digest": config_digest(cfg, key["prior"])}
+                "digest": digest}
     task = path("task", **key)
     return {"key": key, "inputs": [sample], "outputs": [task], "sample": sample, "out": task,
             "settings": cfg["posterior"][key["prior"]]}
@@ -341,7 +344,7 @@ def stage_rules(cfg: Mapping, stage: str, policy: SeedPolicy | None = None) -> l
         names = _rule_names(base, keys, list(by_shape.values()))
         for name, (shape, idents) in zip(names, by_shape.items(), strict=True):
             units0 = groups[(base, idents[0])]
-            name_key = "prior" if stage != "fit" else "method"
+            name_key = COST_BY[stage]  # the family or the method
             accelerator = wants_accelerator(cfg, stage, units0[0]["key"][name_key])
             outputs: dict[str, list[str]] = {kind: [] for kind in OUTPUT_KINDS[stage]}
             for i, pattern in enumerate(shape):
@@ -427,10 +430,12 @@ STAGES = ("covariates", "prior", "sample", "posterior", "valid_seeds", "checks",
           "aggregate_scores")
 
 
-def workflow_rules(cfg: Mapping) -> dict[str, list[StageRule]]:
+def workflow_rules(cfg: Mapping, policy: SeedPolicy | None = None
+                   ) -> dict[str, list[StageRule]]:
     """Every rule of the workflow for ``cfg`` with every job and its resources, by stage: the
-    one source of the Snakemake rules' jobs and of ``postrisk plan``."""
-    policy = SeedPolicy(cfg)
+    one source of the Snakemake rules' jobs and of ``postrisk plan`` (``policy``: the config's
+    seed policy, when the caller has built it already)."""
+    policy = policy or SeedPolicy(cfg)
     return {stage: (stage_rules(cfg, stage, policy) if stage in UNIT_KEYS
                     else [simple_rule(cfg, stage, policy)]) for stage in STAGES}
 
