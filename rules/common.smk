@@ -36,7 +36,6 @@ config.update(_validated)
 
 COVARIATE_DATASETS = grid.covariate_datasets(config)
 IMPLEMENTED_PRIORS = grid.implemented_priors(config)
-IMPLEMENTED_METHODS = grid.implemented_methods(config)
 CONDITIONS = grid.implemented_conditions(config)
 SEED_POLICY = grid.SeedPolicy(config)
 TASK_SEEDS = SEED_POLICY.task_seeds
@@ -124,7 +123,12 @@ def condition_tasks(wildcards):
 
 def condition_fits(wildcards):
     condition = condition_of(wildcards)
-    return [condition.path("fit", method=m) for m in IMPLEMENTED_METHODS]
+    return [condition.path("fit", method=m) for m in grid.condition_methods(config, condition)]
+
+
+def condition_method_names(wildcards):
+    """The methods fitted on the condition (config `method_grid` may narrow a method)."""
+    return grid.condition_methods(config, condition_of(wildcards))
 
 
 def condition_seeds(wildcards):

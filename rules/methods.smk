@@ -44,7 +44,7 @@ rule score:
     params:
         seeds=condition_seeds,
         n_valid=config["seeds"]["valid_per_cell"],
-        methods=lambda wildcards: IMPLEMENTED_METHODS,
+        methods=condition_method_names,
     log:
         "results/logs/score/{dataset}/{prior}/{noise}/{coverage}.log",
     benchmark:

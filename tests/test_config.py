@@ -119,6 +119,32 @@ def test_prior_grid_narrows_a_family_and_rejects_values_outside_the_grid(paper):
                              prior_grid={"hbart": {"datasets": ["diamonds"]}}))
 
 
+def test_method_grid_narrows_a_method_and_its_jobs(paper):
+    from postrisk.grid import condition_methods, fits_method, implemented_conditions, is_tuned
+    from postrisk.grid.jobs import workflow_rules
+
+    cfg = validate_config(dict(paper, datasets=["concrete", "diamonds"], priors=["gp"],
+                               methods=["blr", "gp"], method_grid={
+        "gp": {"datasets": ["concrete"], "noise_modes": ["bump"], "coverages": ["ood"]}}))
+    conds = implemented_conditions(cfg)
+    assert len(conds) == 2 * 4 * 2
+    fitted = [c for c in conds if fits_method(cfg, "gp", c)]
+    assert fitted == [("concrete", "gp", "bump", "ood")]
+    assert all(fits_method(cfg, "blr", c) for c in conds)  # not narrowed: everywhere
+    assert condition_methods(cfg, ("concrete", "gp", "bump", "ood")) == ["blr", "gp"]
+    assert condition_methods(cfg, ("diamonds", "gp", "bump", "ood")) == ["blr"]
+    assert not is_tuned(cfg, "gp", ("diamonds", "gp", "bump", "ood"))  # never fitted there
+    jobs = [key for rule in workflow_rules(cfg)["fit"] for key in rule.jobs]
+    assert len(jobs) == len(conds) + 1
+    with pytest.raises(ConfigError, match="method_grid.gp.datasets"):
+        validate_config(dict(paper, datasets=["concrete"],
+                             method_grid={"gp": {"datasets": ["diamonds"]}}))
+    with pytest.raises(ConfigError, match=r"method_grid': \['gp'\] not in 'methods'"):
+        validate_config(dict(paper, methods=["blr"], method_grid={"gp": {}}))
+    with pytest.raises(ConfigError, match="method_grid.blr"):
+        validate_config(dict(paper, method_grid={"blr": {"seeds": [0]}}))
+
+
 def test_posterior_settings_are_validated_per_family(paper):
     bad = dict(paper, posterior={**paper["posterior"], "bnn": {**paper["posterior"]["bnn"],
                                                                "target_accept": 1.5}})

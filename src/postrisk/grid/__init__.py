@@ -13,8 +13,10 @@ The names below are importable from ``postrisk.grid`` directly.
 
 from postrisk.grid.conditions import (
     Condition,
+    condition_methods,
     conditions,
     covariate_datasets,
+    fits_method,
     implemented_conditions,
     implemented_methods,
     implemented_priors,
@@ -64,8 +66,8 @@ __all__ = [
     "RESULTS", "RHAT_STRICT", "RHAT_THRESHOLD", "Resources", "RulePlan", "SeedPolicy",
     "StageRule", "TEMPLATES", "TooFewValidSeeds", "env_family", "plan_table", "stage_rules",
     "workflow_rules",
-    "condition_seeds", "conditions", "config_digest", "config_schema", "covariate_datasets",
-    "deep_merge", "guard_message", "implemented_conditions", "implemented_methods",
+    "condition_methods", "condition_seeds", "conditions", "config_digest", "config_schema", "covariate_datasets",
+    "deep_merge", "fits_method", "guard_message", "implemented_conditions", "implemented_methods",
     "implemented_priors", "is_tuned", "load_config", "n_instances", "path", "plan", "plan_report",
     "task_seeds", "training_size", "tuned_methods", "usable_seeds", "valid_seeds",
     "validate_config",

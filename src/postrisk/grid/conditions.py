@@ -50,16 +50,26 @@ def training_size(dataset: str, n_cap: int | None) -> int:
     return min(n, n_cap) if n_cap else n
 
 
+#: The axes of a condition, as the configuration names them (``prior_grid``, ``method_grid``
+#: and ``tuning.grid`` narrow them).
+AXES = ("datasets", "priors", "noise_modes", "coverages")
+
+
+def within(narrowing: Mapping, condition: tuple[str, str, str, str]) -> bool:
+    """Whether ``condition`` lies inside a narrowing ({axis: allowed values}; an axis not named
+    allows every value)."""
+    return all(value in narrowing.get(axis, (value,))
+               for axis, value in zip(AXES, condition, strict=True))
+
+
 def conditions(cfg: Mapping) -> Iterator[Condition]:
     """(dataset, prior, noise, coverage) of the grid; ``prior_grid`` narrows a family's axes
     (presets: e.g. the MCMC families on a subset of the demo's cells)."""
     narrow = cfg.get("prior_grid", {})
-    for dataset, prior, noise, coverage in product(cfg["datasets"], cfg["priors"],
-                                                   cfg["noise_modes"], cfg["coverages"]):
-        grid = narrow.get(prior, {})
-        if all(value in grid.get(axis, [value]) for axis, value in
-               (("datasets", dataset), ("noise_modes", noise), ("coverages", coverage))):
-            yield Condition(dataset, prior, noise, coverage)
+    for condition in product(cfg["datasets"], cfg["priors"], cfg["noise_modes"],
+                             cfg["coverages"]):
+        if within(narrow.get(condition[1], {}), condition):
+            yield Condition(*condition)
 
 
 def implemented_priors(cfg: Mapping) -> list[str]:
@@ -80,6 +90,17 @@ def implemented_methods(cfg: Mapping) -> list[str]:
     return [m for m in cfg.get("methods", []) if m in METHOD_ENTRIES]
 
 
+def fits_method(cfg: Mapping, method: str, condition: tuple[str, str, str, str]) -> bool:
+    """Whether ``method`` is fitted on ``condition``: everywhere unless ``method_grid`` narrows
+    it (presets: e.g. the expensive methods on a subset of the demo's conditions)."""
+    return within(cfg.get("method_grid", {}).get(method, {}), condition)
+
+
+def condition_methods(cfg: Mapping, condition: tuple[str, str, str, str]) -> list[str]:
+    """The implemented methods fitted on ``condition``, in the configured order."""
+    return [m for m in implemented_methods(cfg) if fits_method(cfg, m, condition)]
+
+
 def tuned_methods(cfg: Mapping) -> list[str]:
     """Implemented methods that get a tuning sweep (``tuning.methods``; null: all of them)."""
     chosen = cfg.get("tuning", {}).get("methods")
@@ -90,12 +111,9 @@ def tuned_methods(cfg: Mapping) -> list[str]:
 def is_tuned(cfg: Mapping, method: str, condition: tuple[str, str, str, str]) -> bool:
     """Whether (method, condition) gets a sweep: a tuned method on a condition inside
     ``tuning.grid`` (presets narrow it; the paper tunes every condition)."""
-    if method not in tuned_methods(cfg):
+    if method not in tuned_methods(cfg) or not fits_method(cfg, method, condition):
         return False
-    grid = cfg.get("tuning", {}).get("grid", {})
-    keys = ("datasets", "priors", "noise_modes", "coverages")
-    return all(value in grid.get(key, [value]) for key, value in zip(keys, condition,
-                                                                       strict=True))
+    return within(cfg.get("tuning", {}).get("grid", {}), condition)
 
 
 def implemented_conditions(cfg: Mapping) -> list[Condition]:

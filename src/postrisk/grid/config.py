@@ -178,6 +178,16 @@ def config_schema() -> dict:
                                    "coverages": _names(COVERAGES)},
                 } for prior in PRIORS},
             },
+            "method_grid": {
+                "type": "object", "propertyNames": {"enum": list(METHODS)},
+                "additionalProperties": {
+                    "type": "object", "additionalProperties": False,
+                    "properties": {"datasets": _names(task_datasets()),
+                                   "priors": _names(PRIORS),
+                                   "noise_modes": _names(NOISE_MODES),
+                                   "coverages": _names(COVERAGES)},
+                },
+            },
             "method_settings": {
                 "type": "object", "propertyNames": {"enum": list(METHODS)},
                 "additionalProperties": {"type": "object"},
@@ -260,15 +270,21 @@ def validate_config(config: Mapping[str, Any]) -> dict:
             f"config key 'seeds.candidates': {seeds['candidates']} is smaller than "
             f"seeds.valid_per_cell = {seeds['valid_per_cell']}"
         )
-    for prior, grid in cfg.get("prior_grid", {}).items():
-        for axis, values in grid.items():
-            outside = [v for v in values if v not in cfg[axis]]
-            if outside:
-                raise ConfigError(f"config key 'prior_grid.{prior}.{axis}': {outside} not in "
-                                  f"'{axis}' ({', '.join(cfg[axis])})")
+    for key in ("prior_grid", "method_grid"):
+        for name, grid in cfg.get(key, {}).items():
+            for axis, values in grid.items():
+                outside = [v for v in values if v not in cfg[axis]]
+                if outside:
+                    raise ConfigError(f"config key '{key}.{name}.{axis}': {outside} not in "
+                                      f"'{axis}' ({', '.join(cfg[axis])})")
+    unused = [m for m in cfg.get("method_grid", {}) if m not in cfg.get("methods", [])]
+    if unused:
+        raise ConfigError(f"config key 'method_grid': {unused} not in 'methods' "
+                          f"({', '.join(cfg.get('methods', [])) or 'none'})")
     cfg.setdefault("ood_datasets", [])
     cfg.setdefault("methods", [])
     cfg.setdefault("prior_grid", {})
+    cfg.setdefault("method_grid", {})
     for stage in UNIT_KEYS:
         try:
             group_keys(cfg, stage)

@@ -32,6 +32,7 @@ from postrisk.covariates.pools import eval_pool_size
 from postrisk.covariates.registry import registry
 from postrisk.grid.conditions import (
     Condition,
+    fits_method,
     implemented_conditions,
     implemented_methods,
     is_tuned,
@@ -191,7 +192,8 @@ def _units(cfg: Mapping, stage: str, policy: SeedPolicy) -> list[dict[str, Any]]
     elif stage == "fit":
         for method in implemented_methods(cfg):
             for c in conds:
-                units.append(_fit_unit(cfg, policy, c, method))
+                if fits_method(cfg, method, c):
+                    units.append(_fit_unit(cfg, policy, c, method))
     else:
         raise KeyError(f"stage {stage!r} is not grouped; grouped stages: {', '.join(UNIT_KEYS)}")
     return units
