@@ -11,7 +11,15 @@ The baseline measured in the same run is the task's own exact GP reference poste
 same sizes (``posterior_moments``: mean and variance at the evaluation points, float64), so the
 printed ratio "× reference" says how many reference posteriors one fit costs on this machine.
 
-Usage: ``python benchmarks/methods_fit.py [--methods blr gp ...] [--n 2000] [--n-eval 1500]``.
+With ``--corners`` each method that declares one in :data:`CORNERS` is also timed at the most
+expensive corner of its search space (the largest numbers of iterations, members and depth).
+Corners are measured with fewer members or iterations and extrapolated linearly in them (each
+member is an independent fit; each boosting iteration costs about the same), and printed as
+"extrapolated" — an estimate, not a measurement. CatBoost-KGB's rows are also given as a ratio
+to the paper's median fit time of that method (24 minutes, App. C.3).
+
+Usage: ``python benchmarks/methods_fit.py [--methods blr gp ...] [--n 2000] [--n-eval 1500]
+[--corners]``.
 """
 
 from __future__ import annotations
@@ -28,6 +36,31 @@ from postrisk.gp.exact import posterior_moments, sample_prior  # noqa: E402
 from postrisk.gp.kernels import Kernel  # noqa: E402
 from postrisk.methods.registry import implemented_methods  # noqa: E402
 from postrisk.methods.runner import run_fit  # noqa: E402
+
+#: The paper's median fit time of CatBoost-KGB (App. C.3), seconds.
+PAPER_KGB_MEDIAN_S = 24 * 60.0
+
+#: method -> (the corner of its search space, what is measured instead, the factor from the
+#: measured time to the corner's: members × iterations of the corner over the measured ones).
+CORNERS: dict[str, tuple[dict, dict, float]] = {
+    "ngboost_nig": ({"n_estimators": 800, "max_depth": 6, "minibatch_frac": 1.0,
+                     "col_sample": 1.0},
+                    {"n_estimators": 200, "max_depth": 6, "minibatch_frac": 1.0,
+                     "col_sample": 1.0}, 800 / 200),
+    "ngboost_bag": ({"n_estimators": 800, "max_depth": 6, "minibatch_frac": 1.0,
+                     "col_sample": 1.0, "natural_gradient": True, "n_regressors": 25,
+                     "sample_fraction": 0.95},
+                    {"n_estimators": 200, "max_depth": 6, "minibatch_frac": 1.0,
+                     "col_sample": 1.0, "natural_gradient": True, "n_regressors": 2,
+                     "sample_fraction": 0.95}, (25 * 800) / (2 * 200)),
+    "catboost_ps": ({"iterations": 600, "depth": 8, "n_regressors": 20, "bagging_frac": 1.0},
+                    {"iterations": 600, "depth": 8, "n_regressors": 2, "bagging_frac": 1.0},
+                    20 / 2),
+    "catboost_kgb": ({"posterior_iterations": 1000, "prior_iterations": 300, "depth": 8,
+                      "n_regressors": 20},
+                     {"posterior_iterations": 1000, "prior_iterations": 300, "depth": 8,
+                      "n_regressors": 2}, 20 / 2),
+}
 
 
 def instance(n: int, n_eval: int, d: int, seed: int):
@@ -49,6 +82,9 @@ def main() -> None:
     parser.add_argument("--d", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--corners", action="store_true",
+                        help="also time the most expensive corner of each search space "
+                             "(measured smaller, extrapolated)")
     args = parser.parse_args()
 
     kernel, x, y, noise_var, x_eval = instance(args.n, args.n_eval, args.d, args.seed)
@@ -58,7 +94,7 @@ def main() -> None:
     posterior_moments(kernel, 1.0, x, y, noise_var, x_eval)
     reference = time.perf_counter() - t0
     print(f"baseline: exact GP reference posterior (mean, variance) {reference:.2f} s\n")
-    print(f"{'method':<10} {'first fit':>10} {'predict':>8} {'steady fit':>11} {'predict':>8} "
+    print(f"{'method':<12} {'first fit':>10} {'predict':>8} {'steady fit':>11} {'predict':>8} "
           f"{'steady total':>13} {'× reference':>12}  status")
     for name in args.methods:
         rows = []
@@ -69,9 +105,30 @@ def main() -> None:
         first, steady = rows
         total = steady.fit_seconds + steady.predict_seconds
         status = "ok" if first.ok and steady.ok else f"failed: {(steady.error or first.error)[:80]}"
-        print(f"{name:<10} {first.fit_seconds:>10.2f} {first.predict_seconds:>8.2f} "
+        paper = (f"; {total / PAPER_KGB_MEDIAN_S:.3f} × the paper's median"
+                 if name == "catboost_kgb" else "")
+        print(f"{name:<12} {first.fit_seconds:>10.2f} {first.predict_seconds:>8.2f} "
               f"{steady.fit_seconds:>11.2f} {steady.predict_seconds:>8.2f} {total:>13.2f} "
-              f"{total / reference:>12.1f}  {status}", flush=True)
+              f"{total / reference:>12.1f}  {status}{paper}", flush=True)
+    if not args.corners:
+        return
+    print("\nmost expensive corner of each search space (measured smaller, extrapolated "
+          "linearly in members × iterations)")
+    print(f"{'method':<12} {'measured s':>10} {'factor':>7} {'extrapolated s':>15} "
+          f"{'× reference':>12}  corner")
+    for name in args.methods:
+        if name not in CORNERS:
+            continue
+        corner, measured, factor = CORNERS[name]
+        rec = run_fit(name, measured, x, y, x_eval, random_state=args.seed,
+                      n_threads=args.threads)
+        seconds = rec.fit_seconds + rec.predict_seconds
+        estimate = seconds * factor
+        paper = (f"; {estimate / PAPER_KGB_MEDIAN_S:.3f} × the paper's median"
+                 if name == "catboost_kgb" else "")
+        status = "" if rec.ok else f"  failed: {rec.error[:80]}"
+        print(f"{name:<12} {seconds:>10.2f} {factor:>7.1f} {estimate:>15.1f} "
+              f"{estimate / reference:>12.1f}  {corner}{paper}{status}", flush=True)
 
 
 if __name__ == "__main__":

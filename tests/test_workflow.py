@@ -106,7 +106,10 @@ def test_dry_run_of_the_demo_preset_plans_its_grouped_jobs(tmp_path):
     assert run.returncode == 0, run.stderr
     counts = job_counts(run.stdout)
     demo = load_config(REPO / "config.yaml", REPO / "presets/demo.yaml")
-    assert counts["fit"] == len(implemented_methods(demo))
+    # the methods on every condition, and the tree ensembles on part of the grid (method_grid)
+    assert counts["fit_blr_and_4_more"] + counts["fit_catboost_kgb_and_3_more"] == len(
+        implemented_methods(demo))
+    assert counts["fit_catboost_kgb_and_3_more"] == len(demo["method_grid"]) == 4
     assert counts["sample_gp"] == counts["posterior_exact"] == len(demo["datasets"])
     assert counts["sample_bnn_hbart"] == counts["posterior_mcmc"] == 2
     assert "results/tasks/concrete/bnn/bump/ood/0.zarr" in run.stdout

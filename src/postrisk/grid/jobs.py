@@ -445,12 +445,14 @@ def workflow_rules(cfg: Mapping, policy: SeedPolicy | None = None
 def _rule_names(base: str, keys: tuple[str, ...],
                 idents: list[list[tuple[str, ...]]]) -> list[str]:
     """One name per rule of ``base``: the base alone, or suffixed with the values of the first
-    key whose value sets are disjoint between the rules (which also keeps them apart)."""
+    key whose value sets are disjoint between the rules (which also keeps them apart); more
+    than two values are named by the first and a count (``fit_blr_and_4_more``)."""
     if len(idents) == 1:
         return [base]
     for i in range(len(keys)):
         sets = [{ident[i] for ident in group} for group in idents]
         if sum(len(s) for s in sets) == len(set().union(*sets)):
-            return [f"{base}_" + "_".join(sorted(s)) for s in sets]
+            return [f"{base}_" + ("_".join(sorted(s)) if len(s) <= 2
+                                  else f"{min(s)}_and_{len(s) - 1}_more") for s in sets]
     raise GroupingError(f"{base}: jobs of different shapes share every key value; add a key "
                         f"({', '.join(keys)}) to group_by so that they can be told apart")

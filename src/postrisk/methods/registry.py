@@ -27,6 +27,10 @@ METHOD_ENTRIES: dict[str, Entry] = {
     "vlgp": Entry("postrisk.methods.vlgp:VariationalHeteroscedasticGP"),
     "dkl": Entry("postrisk.methods.dkl:DeepKernelLearning"),
     "sngp_het": Entry("postrisk.methods.sngp_het:HeteroscedasticSNGP"),
+    "ngboost_nig": Entry("postrisk.methods.ngboost:NGBoostNIG"),
+    "ngboost_bag": Entry("postrisk.methods.ngboost:NGBoostBag"),
+    "catboost_ps": Entry("postrisk.methods.catboost:CatBoostPS"),
+    "catboost_kgb": Entry("postrisk.methods.catboost:CatBoostKGB"),
 }
 
 

@@ -1,0 +1,286 @@
+"""NGBoost methods (the paper, App. C.3; NGBoost: Duan et al. 2020): the boosted
+Normal–Inverse-Gamma output (``ngboost_nig``) and a bag of Gaussian NGBoost models
+(``ngboost_bag``).
+
+The NIG mathematics lives in :mod:`postrisk.methods.nig`; this module holds only the glue to
+NGBoost's extension API (a ``RegressionDistn`` with its ``LogScore`` implementation, built per
+instance because the regulariser strengths are hyper-parameters) and the two methods.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+import numpy as np
+
+from postrisk.core.progress import track
+from postrisk.methods import nig
+from postrisk.methods.ensemble import reduce_members
+from postrisk.methods.interface import Prediction, UncertaintyMethod
+from postrisk.methods.resampling import member_resamples, member_seeds
+from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
+
+logger = logging.getLogger(__name__)
+
+#: Floor of Var(y) in the NIG's initial β (a constant target would give ln 0).
+MIN_INITIAL_VAR = 1e-12
+
+
+def make_ngb_regressor(dist: type, *, n_estimators: int, learning_rate: float, max_depth: int,
+                       minibatch_frac: float, col_sample: float, natural_gradient: bool,
+                       random_state: int) -> Any:
+    """An unfitted ``ngboost.NGBRegressor`` with log score and regression trees
+    (``DecisionTreeRegressor(criterion="friedman_mse", max_depth=max_depth)``, seeded by
+    NGBoost's own stream from ``random_state``), silent. The one place both methods build
+    their boosters."""
+    from ngboost import NGBRegressor
+    from ngboost.scores import LogScore
+    from sklearn.tree import DecisionTreeRegressor
+
+    if int(n_estimators) < 1 or int(max_depth) < 1 or not float(learning_rate) > 0:
+        raise ValueError(f"need n_estimators >= 1, max_depth >= 1 and learning_rate > 0, got "
+                         f"{n_estimators!r}, {max_depth!r}, {learning_rate!r}")
+    if not (0 < float(minibatch_frac) <= 1 and 0 < float(col_sample) <= 1):
+        raise ValueError(f"minibatch_frac and col_sample must lie in (0, 1], got "
+                         f"{minibatch_frac!r}, {col_sample!r}")
+    return NGBRegressor(
+        Dist=dist, Score=LogScore,
+        Base=DecisionTreeRegressor(criterion="friedman_mse", max_depth=int(max_depth)),
+        natural_gradient=bool(natural_gradient), n_estimators=int(n_estimators),
+        learning_rate=float(learning_rate), minibatch_frac=float(minibatch_frac),
+        col_sample=float(col_sample), verbose=False, random_state=int(random_state))
+
+
+def nig_distribution(evidential_strength: float, kl_strength: float) -> type:
+    """An NGBoost ``RegressionDistn`` for the NIG output with the score
+    S = NLL + evidential_strength·|y−μ|(2λ+α) + kl_strength·KL(NIG ‖ NIG(μ, 1, 2, 1)) as its
+    ``LogScore`` implementation (:mod:`postrisk.methods.nig`). Internal parameters per row:
+    θ = (μ, ln λ, ln(α−1), ln β). The metric is :func:`postrisk.methods.nig.evidential_metric`
+    (never NGBoost's unseeded Monte-Carlo Fisher estimate). ``ValueError`` unless
+    kl_strength > 0 and evidential_strength ≥ 0.
+    """
+    from ngboost.distns import RegressionDistn
+    from ngboost.scores import LogScore
+
+    ev, kl = float(evidential_strength), float(kl_strength)
+    if not kl > 0:
+        raise ValueError(f"kl_strength must be > 0 (the KL term's Fisher information makes the "
+                         f"natural-gradient metric invertible), got {kl_strength!r}")
+    if not ev >= 0:
+        raise ValueError(f"evidential_strength must be >= 0, got {evidential_strength!r}")
+
+    class NIGEvidentialScore(LogScore):  # LogScore last: NGBoost finds it by its last base
+        evidential_strength = ev
+        kl_strength = kl
+
+        def score(self, Y):
+            # the line search probes large steps: overflow there is a non-finite loss, which
+            # NGBoost treats as "step too long"
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                return nig.evidential_score(self._params, Y, ev, kl)
+
+        def d_score(self, Y):
+            return nig.evidential_score_grad(self._params, Y, ev, kl)
+
+        def metric(self):
+            return nig.evidential_metric(self._params, kl)
+
+    class NIG(RegressionDistn):
+        """Normal–Inverse-Gamma output (Amini et al. 2020) for NGBoost (Duan et al. 2020)."""
+
+        n_params = nig.N_PARAMS
+        scores: ClassVar[list] = [NIGEvidentialScore]
+
+        def __init__(self, params):
+            super().__init__(params)
+            with np.errstate(over="ignore"):
+                self.mu, self.lam, self.alpha, self.beta = nig.nig_from_internal(params)
+
+        @staticmethod
+        def fit(Y):
+            """μ = mean(y), λ = 1, α = 2, β = Var(y) (so AU = Var(y), EU = AU)."""
+            y = np.asarray(Y, dtype=np.float64)
+            var = max(float(np.var(y)), MIN_INITIAL_VAR)
+            return nig.internal_from_nig(float(np.mean(y)), 1.0, 2.0, var)
+
+        def sample(self, m):
+            """m draws of y from the Student-t marginal, shape (m, n) (unseeded; not used in
+            fitting, which has an analytic metric)."""
+            from scipy import stats
+
+            nu, scale2 = nig.student_t_params(self.lam, self.alpha, self.beta)
+            return stats.t.rvs(nu, loc=self.mu, scale=np.sqrt(scale2),
+                               size=(int(m),) + self.mu.shape)
+
+        def mean(self):
+            return self.mu
+
+        @property
+        def params(self):
+            return {"mu": self.mu, "lam": self.lam, "alpha": self.alpha, "beta": self.beta}
+
+    return NIG
+
+
+class NGBoostNIG(UncertaintyMethod):
+    """NGBoost with a Normal–Inverse-Gamma output (the paper, App. C.3): the deep evidential
+    regression output (Amini et al. 2020) fitted by natural-gradient boosting (Duan et al.
+    2020).
+
+    Model (standardised target t = (y − ȳ)/s_y; inputs as given, trees are invariant to their
+    scale): per input x, boosted trees give θ(x) = (μ, θ₂, θ₃, θ₄) with λ = e^θ₂, α = e^θ₃ + 1,
+    β = e^θ₄, and
+
+        σ² ~ InvGamma(α, β),   m | σ² ~ N(μ, σ²/λ),   t | m, σ² ~ N(m, σ²).
+
+    The boosting minimises the mean over rows of
+
+        S = NLL(t | NIG) + evidential_strength·|t − μ|·(2λ + α)
+            + kl_strength·KL(NIG(μ, λ, α, β) ‖ NIG(μ, 1, 2, 1)),
+
+    where NLL is the Student-t marginal (ν = 2α, location μ, scale² β(1+λ)/(λα)) and the KL's
+    reference is centred at the row's own μ (it regularises λ, α, β only; see
+    :mod:`postrisk.methods.nig`), with natural gradients under the metric
+    I_t(θ) + kl_strength·I_NIG(θ) + 0.01·I: the Fisher information of the Student-t marginal
+    (singular along the direction of (λ, β) that keeps β(1+λ)/λ fixed, to which y is blind),
+    the regulariser's curvature and a Levenberg–Marquardt damping (:func:`nig.evidential_metric`),
+    so ``kl_strength`` must be > 0. Initial parameters: μ = mean(t), λ = 1, α = 2, β = Var(t).
+
+    Prediction at x, in target units: mean = s_y μ + ȳ; AU = s_y² β/(α−1) (E[σ²]);
+    EU = s_y² β/(λ(α−1)) = AU/λ (Var[m]).
+
+    Fitted attributes: ``model_`` (the ``NGBRegressor``), ``y_mean_``, ``y_scale_``,
+    ``n_features_``; :meth:`predict_params` gives the NIG parameters in target units.
+    """
+
+    name: ClassVar[str] = "ngboost_nig"
+    display_name: ClassVar[str] = "NGBoost-NIG"
+    defaults: ClassVar[dict[str, Any]] = {
+        "n_estimators": 400, "learning_rate": 0.05, "max_depth": 4, "minibatch_frac": 1.0,
+        "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1}
+    search_space: ClassVar[dict[str, tuple]] = {
+        "n_estimators": ("int", 200, 800),
+        "learning_rate": ("float", 0.01, 0.2, "log"),
+        "max_depth": ("int", 2, 6),
+        "minibatch_frac": ("float", 0.5, 1.0),
+        "col_sample": ("float", 0.5, 1.0),
+        "evidential_strength": ("float", 1e-4, 1.0, "log"),
+        "kl_strength": ("float", 1e-4, 1.0, "log"),
+    }
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> NGBoostNIG:
+        x, y = as_training_data(x, y)
+        dist = nig_distribution(self.evidential_strength, self.kl_strength)
+        scaler = Standardizer.fit(x, y, standardize_inputs=False, standardize_targets=True)
+        model = make_ngb_regressor(
+            dist, n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+            max_depth=self.max_depth, minibatch_frac=self.minibatch_frac,
+            col_sample=self.col_sample, natural_gradient=True, random_state=self.random_state)
+        model.fit(x, scaler.target(y))
+        self.model_ = model
+        self._scaler = scaler
+        self.y_mean_, self.y_scale_ = scaler.y_mean, scaler.y_scale
+        self.n_features_ = x.shape[1]
+        return self
+
+    def _theta(self, x: np.ndarray) -> np.ndarray:
+        """The internal parameters θ (4, m) at ``x`` (standardised target units)."""
+        x = as_inputs(x, self.n_features_)
+        return self.model_.pred_param(x).T
+
+    def predict_params(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        """The NIG at ``x`` in target units: {"mu": s_y μ + ȳ, "lam": λ, "alpha": α,
+        "beta": s_y² β} (σ² and m scale with s_y² and s_y; λ and α are unit-free)."""
+        mu, lam, alpha, beta = nig.nig_from_internal(self._theta(x))
+        return {"mu": self._scaler.mean_to_target(mu), "lam": lam, "alpha": alpha,
+                "beta": self._scaler.var_to_target(beta)}
+
+    def predict(self, x: np.ndarray) -> Prediction:
+        theta = self._theta(x)
+        mu, lam, _, _ = nig.nig_from_internal(theta)
+        au_std, _ = nig.nig_variances_internal(theta)  # β/(α−1) = e^(θ₄−θ₃), exact as α → 1
+        au = self._scaler.var_to_target(au_std)
+        return Prediction(mean=self._scaler.mean_to_target(mu), aleatoric_var=au,
+                          epistemic_var=au / lam)
+
+
+class NGBoostBag(UncertaintyMethod):
+    """A bag of Gaussian NGBoost models (the paper, App. C.3; NGBoost: Duan et al. 2020).
+
+    Model: member k = 1..n_regressors is an NGBoost regressor with a Normal output
+    N(μ_k(x), σ_k²(x)) (log score, natural gradient if ``natural_gradient``), fitted on its own
+    resample of ⌊sample_fraction·n⌋ rows drawn with or without replacement (``replace``) and
+    with its own seed (:func:`member_resamples`, :func:`member_seeds`), on the target
+    standardised if ``standardize_y``. Prediction (:func:`reduce_members`, then in target
+    units):
+
+        mean = (1/K) Σ_k μ_k,   AU = (1/K) Σ_k σ_k²,   EU = (1/K) Σ_k (μ_k − mean)².
+
+    Fitted attributes: ``members_`` (the fitted ``NGBRegressor`` models), ``member_rows_``
+    (each member's training row indices), ``member_seeds_``, ``y_mean_``, ``y_scale_``,
+    ``n_features_``; :meth:`member_predictions` gives the members' means and variances in
+    the units they were fitted in.
+    """
+
+    name: ClassVar[str] = "ngboost_bag"
+    display_name: ClassVar[str] = "NGBoost-Bag"
+    defaults: ClassVar[dict[str, Any]] = {
+        "n_estimators": 500, "learning_rate": 0.01, "max_depth": 3, "minibatch_frac": 1.0,
+        "col_sample": 1.0, "natural_gradient": True, "n_regressors": 10,
+        "sample_fraction": 0.8, "replace": False, "standardize_y": True}
+    search_space: ClassVar[dict[str, tuple]] = {
+        "n_estimators": ("int", 200, 800),
+        "learning_rate": ("float", 0.005, 0.1, "log"),
+        "max_depth": ("int", 2, 6),
+        "minibatch_frac": ("float", 0.5, 1.0),
+        "col_sample": ("float", 0.5, 1.0),
+        "natural_gradient": ("categorical", [True, False]),
+        "n_regressors": ("int", 5, 25),
+        "sample_fraction": ("float", 0.6, 0.95),
+        "replace": ("categorical", [True, False]),
+        "standardize_y": ("categorical", [True, False]),
+    }
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> NGBoostBag:
+        from ngboost.distns import Normal
+
+        x, y = as_training_data(x, y)
+        n = x.shape[0]
+        k = int(self.n_regressors)
+        scaler = Standardizer.fit(x, y, standardize_inputs=False,
+                                  standardize_targets=bool(self.standardize_y))
+        t = scaler.target(y)
+        seeds = member_seeds(self.random_state, k)
+        rows = member_resamples(n, k, self.sample_fraction, bool(self.replace),
+                                self.random_state)
+        members = []
+        for seed, idx in track(list(zip(seeds, rows, strict=True)), "ngboost_bag: members",
+                               logger):
+            model = make_ngb_regressor(
+                Normal, n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+                max_depth=self.max_depth, minibatch_frac=self.minibatch_frac,
+                col_sample=self.col_sample, natural_gradient=self.natural_gradient,
+                random_state=seed)
+            members.append(model.fit(x[idx], t[idx]))
+        self.members_ = members
+        self.member_rows_ = rows
+        self.member_seeds_ = seeds
+        self._scaler = scaler
+        self.y_mean_, self.y_scale_ = scaler.y_mean, scaler.y_scale
+        self.n_features_ = x.shape[1]
+        return self
+
+    def member_predictions(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Members' means and variances (scale²) at ``x``, each (n_regressors, m), in the units
+        the members were fitted in (standardised if ``standardize_y``)."""
+        x = as_inputs(x, self.n_features_)
+        dists = [member.pred_dist(x) for member in self.members_]
+        return (np.stack([d.loc for d in dists]), np.stack([d.scale ** 2 for d in dists]))
+
+    def predict(self, x: np.ndarray) -> Prediction:
+        means, variances = self.member_predictions(x)
+        red = reduce_members(means, variances)
+        return Prediction(mean=self._scaler.mean_to_target(red.mean),
+                          aleatoric_var=self._scaler.var_to_target(red.aleatoric_var),
+                          epistemic_var=self._scaler.var_to_target(red.epistemic_var))

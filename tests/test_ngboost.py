@@ -1,0 +1,212 @@
+"""NGBoost-NIG and NGBoost-Bag (the paper, App. C.3): determinism, equivariance under affine
+maps of the target, the members' reduction and resampling, and the NIG's EU = AU/λ."""
+
+import numpy as np
+import pytest
+from ngboost.distns import Normal
+
+from postrisk.methods import nig
+from postrisk.methods.ngboost import NGBoostBag, NGBoostNIG, make_ngb_regressor, nig_distribution
+from postrisk.methods.resampling import member_resamples, member_seeds
+
+N = 150
+#: Small settings for the fast tier; minibatch and column sampling make the seed matter.
+NIG_SMALL = {"n_estimators": 40, "learning_rate": 0.1, "max_depth": 3, "minibatch_frac": 0.8,
+             "col_sample": 0.67}
+BAG_SMALL = {"n_estimators": 30, "learning_rate": 0.05, "max_depth": 2, "minibatch_frac": 0.8,
+             "col_sample": 0.67, "n_regressors": 4}
+
+
+def data(seed: int = 0, n: int = N):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, size=(n, 3))
+    y = np.sin(3 * x[:, 0]) + 0.5 * x[:, 1] + (0.1 + 0.2 * (x[:, 2] + 1)) * rng.normal(size=n)
+    return x, y, rng.uniform(-1.5, 1.5, size=(60, 3))
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return data()
+
+
+def check_valid(pred, m):
+    for arr in (pred.mean, pred.aleatoric_var, pred.epistemic_var):
+        assert arr.shape == (m,) and np.all(np.isfinite(arr))
+    assert np.all(pred.aleatoric_var >= 0) and np.all(pred.epistemic_var >= 0)
+
+
+def assert_same(a, b):
+    for key in ("mean", "aleatoric_var", "epistemic_var"):
+        np.testing.assert_array_equal(getattr(a, key), getattr(b, key))
+
+
+def assert_affine(pred, pred_scaled):
+    """y → 10y + 3: mean → 10·mean + 3, AU and EU → 100·(AU, EU).
+
+    The standardised targets of y and 10y + 3 differ by rounding (~1e-16), and a tree node
+    whose rows two different splits separate identically (a few extreme rows of a small node)
+    has tied improvements, which that rounding breaks either way. Both choices predict the same
+    at every row the tree was fitted on, so with every tree fitted on all training rows
+    (minibatch_frac = 1, and for the bag sample_fraction = 1) the boosting path and the
+    predictions at the training inputs are the same up to rounding; elsewhere they may differ.
+    """
+    np.testing.assert_allclose(pred_scaled.mean, 10 * pred.mean + 3, rtol=1e-6)
+    np.testing.assert_allclose(pred_scaled.aleatoric_var, 100 * pred.aleatoric_var, rtol=1e-6)
+    np.testing.assert_allclose(pred_scaled.epistemic_var, 100 * pred.epistemic_var, rtol=1e-6)
+
+
+def test_declared_interface():
+    assert (NGBoostNIG.name, NGBoostNIG.display_name) == ("ngboost_nig", "NGBoost-NIG")
+    assert (NGBoostBag.name, NGBoostBag.display_name) == ("ngboost_bag", "NGBoost-Bag")
+    assert NGBoostNIG().get_params() == {
+        "n_estimators": 400, "learning_rate": 0.05, "max_depth": 4, "minibatch_frac": 1.0,
+        "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1}
+    assert set(NGBoostNIG.search_space) == set(NGBoostNIG.defaults)
+    assert NGBoostBag().get_params() == {
+        "n_estimators": 500, "learning_rate": 0.01, "max_depth": 3, "minibatch_frac": 1.0,
+        "col_sample": 1.0, "natural_gradient": True, "n_regressors": 10,
+        "sample_fraction": 0.8, "replace": False, "standardize_y": True}
+    assert set(NGBoostBag.search_space) == set(NGBoostBag.defaults)
+
+
+# -- NGBoost-NIG ---------------------------------------------------------------------------------
+
+def test_nig_is_deterministic_and_equivariant(toy):
+    x, y, x_eval = toy
+    fitted = NGBoostNIG(random_state=3, **NIG_SMALL).fit(x, y)
+    pred = fitted.predict(x_eval)
+    check_valid(pred, len(x_eval))
+    assert_same(pred, NGBoostNIG(random_state=3, **NIG_SMALL).fit(x, y).predict(x_eval))
+    other = NGBoostNIG(random_state=4, **NIG_SMALL).fit(x, y).predict(x_eval)
+    assert not np.array_equal(pred.mean, other.mean)  # the seed drives the row/column sampling
+    full = dict(NIG_SMALL, minibatch_frac=1.0)
+    assert_affine(NGBoostNIG(random_state=3, **full).fit(x, y).predict(x),
+                  NGBoostNIG(random_state=3, **full).fit(x, 10 * y + 3).predict(x))
+
+    # EU = AU/λ from its own fitted parameters, AU = β/(α−1) (target units)
+    p = fitted.predict_params(x_eval)
+    np.testing.assert_array_equal(pred.epistemic_var, pred.aleatoric_var / p["lam"])
+    np.testing.assert_allclose(pred.aleatoric_var, p["beta"] / (p["alpha"] - 1), rtol=1e-10)
+    np.testing.assert_array_equal(pred.mean, p["mu"])
+    assert np.all(p["lam"] > 0) and np.all(p["alpha"] > 1) and np.all(p["beta"] > 0)
+    # heteroscedastic data: AU is not constant
+    assert np.ptp(pred.aleatoric_var) > 0
+
+
+def test_nig_refuses_a_non_positive_kl_strength(toy):
+    x, y, _ = toy
+    for bad in (0.0, -0.1):
+        with pytest.raises(ValueError, match="kl_strength"):
+            NGBoostNIG(kl_strength=bad, **NIG_SMALL).fit(x, y)
+
+
+def test_nig_distribution_uses_the_analytic_score_and_metric():
+    """NGBoost finds the NIG score for LogScore, and its manifold's score, gradient and metric
+    are the ones of postrisk.methods.nig (no Monte-Carlo Fisher estimate)."""
+    dist = nig_distribution(0.2, 0.3)
+    model = make_ngb_regressor(dist, n_estimators=1, learning_rate=0.1, max_depth=2,
+                               minibatch_frac=1.0, col_sample=1.0, natural_gradient=True,
+                               random_state=0)
+    rng = np.random.default_rng(0)
+    theta = rng.normal(0, 0.5, size=(4, 7))
+    y = rng.normal(size=7)
+    manifold = model.Manifold(theta)
+    np.testing.assert_array_equal(manifold.score(y), nig.evidential_score(theta, y, 0.2, 0.3))
+    np.testing.assert_array_equal(manifold.d_score(y),
+                                  nig.evidential_score_grad(theta, y, 0.2, 0.3))
+    np.testing.assert_array_equal(manifold.metric(), nig.evidential_metric(theta, 0.3))
+    natural_grad = manifold.grad(y, natural=True)
+    np.testing.assert_allclose(np.einsum("nij,nj->ni", nig.evidential_metric(theta, 0.3),
+                                         natural_grad), manifold.d_score(y), rtol=1e-9)
+    # initial parameters: μ = mean, λ = 1, α = 2, β = Var(y) (so AU = Var(y))
+    init = dist.fit(y)
+    np.testing.assert_allclose(init, [y.mean(), 0.0, 0.0, np.log(y.var())], rtol=1e-12)
+
+
+# -- NGBoost-Bag ---------------------------------------------------------------------------------
+
+def test_bag_is_deterministic_and_equivariant(toy):
+    x, y, x_eval = toy
+    pred = NGBoostBag(random_state=5, **BAG_SMALL).fit(x, y).predict(x_eval)
+    check_valid(pred, len(x_eval))
+    assert_same(pred, NGBoostBag(random_state=5, **BAG_SMALL).fit(x, y).predict(x_eval))
+    full = dict(BAG_SMALL, minibatch_frac=1.0, sample_fraction=1.0)
+    pred_full = NGBoostBag(random_state=5, **full).fit(x, y).predict(x)
+    assert np.all(pred_full.epistemic_var > 0)  # members still differ (column sampling)
+    assert_affine(pred_full, NGBoostBag(random_state=5, **full).fit(x, 10 * y + 3).predict(x))
+
+
+def test_bag_prediction_is_the_members_reduction(toy):
+    x, y, x_eval = toy
+    model = NGBoostBag(random_state=2, **BAG_SMALL).fit(x, y)
+    pred = model.predict(x_eval)
+    k = BAG_SMALL["n_regressors"]
+    assert len(model.members_) == k
+
+    # member outputs, recomputed from the fitted NGBoost models (standardised target units)
+    means = np.stack([m.pred_dist(x_eval).params["loc"] for m in model.members_])
+    variances = np.stack([m.pred_dist(x_eval).params["scale"] ** 2 for m in model.members_])
+    # the members differ from one another
+    for i in range(k):
+        for j in range(i + 1, k):
+            assert not np.allclose(means[i], means[j])
+    s_y, m_y = y.std(), y.mean()
+    assert (model.y_mean_, model.y_scale_) == pytest.approx((m_y, s_y), rel=1e-12)
+    np.testing.assert_allclose(pred.mean, s_y * means.mean(axis=0) + m_y, rtol=1e-12)
+    np.testing.assert_allclose(pred.aleatoric_var, s_y ** 2 * variances.mean(axis=0),
+                               rtol=1e-12)
+    eu = s_y ** 2 * np.mean((means - means.mean(axis=0)) ** 2, axis=0)
+    np.testing.assert_allclose(pred.epistemic_var, eu, rtol=1e-10)
+    assert np.all(pred.epistemic_var > 0)
+
+    # each member was fitted on its own resample, with its own seed
+    assert model.member_seeds_ == member_seeds(2, k)
+    assert [m.random_state for m in model.members_] == model.member_seeds_
+    for rows, expected in zip(model.member_rows_, member_resamples(N, k, 0.8, False, 2),
+                              strict=True):
+        np.testing.assert_array_equal(rows, expected)
+        assert len(rows) == int(0.8 * N) and len(np.unique(rows)) == len(rows)
+    # a member refitted by hand on its rows and seed predicts what the bag's member predicts
+    member = make_ngb_regressor(
+        Normal,
+        n_estimators=BAG_SMALL["n_estimators"], learning_rate=BAG_SMALL["learning_rate"],
+        max_depth=BAG_SMALL["max_depth"], minibatch_frac=BAG_SMALL["minibatch_frac"],
+        col_sample=BAG_SMALL["col_sample"], natural_gradient=True,
+        random_state=model.member_seeds_[1])
+    rows = model.member_rows_[1]
+    member.fit(x[rows], (y[rows] - m_y) / s_y)
+    np.testing.assert_array_equal(member.pred_dist(x_eval).params["loc"], means[1])
+
+
+def test_bag_resamples_with_replacement_and_raw_targets(toy):
+    x, y, x_eval = toy
+    settings = dict(BAG_SMALL, n_regressors=3, sample_fraction=0.7, replace=True,
+                    standardize_y=False, natural_gradient=False)
+    model = NGBoostBag(random_state=1, **settings).fit(x, y)
+    check_valid(model.predict(x_eval), len(x_eval))
+    assert (model.y_mean_, model.y_scale_) == (0.0, 1.0)
+    for rows in model.member_rows_:
+        assert len(rows) == int(0.7 * N)
+        assert len(np.unique(rows)) < len(rows)  # 105 draws of 150 with replacement repeat
+        assert rows.min() >= 0 and rows.max() < N
+    means, variances = model.member_predictions(x_eval)
+    pred = model.predict(x_eval)
+    np.testing.assert_allclose(pred.mean, means.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(pred.aleatoric_var, variances.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(pred.epistemic_var, means.var(axis=0), rtol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kl_strength, evidential_strength",
+                         [(1e-4, 1e-4), (1e-4, 1.0), (1.0, 1e-4), (1e-3, 1e-3), (0.01, 0.01)])
+def test_nig_fits_across_its_regulariser_search_space(kl_strength, evidential_strength):
+    """The corners of the strengths' search space (and the settings where the undamped natural
+    gradient drove α → 1: AU non-finite) give finite predictions on the 1-D toy problem."""
+    from postrisk.evaluation.toy import toy_problem
+    from postrisk.methods.runner import run_fit
+
+    toy = toy_problem(0)
+    record = run_fit("ngboost_nig", {"kl_strength": kl_strength,
+                                     "evidential_strength": evidential_strength},
+                     toy.x_train, toy.y_train, toy.x_eval, random_state=0, n_threads=1)
+    assert record.ok, record.error
