@@ -210,3 +210,29 @@ def test_nig_fits_across_its_regulariser_search_space(kl_strength, evidential_st
                                      "evidential_strength": evidential_strength},
                      toy.x_train, toy.y_train, toy.x_eval, random_state=0, n_threads=1)
     assert record.ok, record.error
+
+
+def test_the_closed_form_gaussian_fits_exactly_as_ngboosts_normal(toy):
+    """The bag's members use NGBoost's Normal with the log score in closed form (no frozen SciPy
+    distribution per update): the same loss bit for bit, so the same trees and predictions."""
+    from ngboost.distns import Normal
+
+    from postrisk.methods.ngboost import gaussian_distribution, make_ngb_regressor
+
+    x, y, x_eval = toy
+    settings = {"n_estimators": 40, "learning_rate": 0.05, "max_depth": 3,
+                "minibatch_frac": 0.8, "col_sample": 0.67, "natural_gradient": True,
+                "random_state": 3}
+    ours = make_ngb_regressor(gaussian_distribution(), **settings).fit(x, y).pred_dist(x_eval)
+    theirs = make_ngb_regressor(Normal, **settings).fit(x, y).pred_dist(x_eval)
+    assert np.array_equal(ours.loc, theirs.loc) and np.array_equal(ours.scale, theirs.scale)
+    params = np.array([np.zeros(5), np.log(np.linspace(0.5, 2.0, 5))])
+    y5 = np.linspace(-1.0, 1.0, 5)
+    from ngboost.manifold import manifold
+    from ngboost.scores import LogScore
+
+    ours = manifold(LogScore, gaussian_distribution())(params)
+    theirs = manifold(LogScore, Normal)(params)
+    assert np.array_equal(ours.score(y5), theirs.score(y5))
+    assert np.array_equal(ours.d_score(y5), theirs.d_score(y5))
+    assert np.array_equal(ours.mean(), params[0])
