@@ -32,6 +32,16 @@ def _positive_int() -> dict:
     return {"type": "integer", "minimum": 1}
 
 
+def _narrowing(priors: bool = True) -> dict:
+    """A narrowing of the grid's axes (``prior_grid``'s per family, without ``priors``;
+    ``method_grid``'s per method; ``tuning.grid``): {axis: allowed values}."""
+    axes = {"datasets": _names(task_datasets()), "priors": _names(PRIORS),
+            "noise_modes": _names(NOISE_MODES), "coverages": _names(COVERAGES)}
+    if not priors:
+        del axes["priors"]
+    return {"type": "object", "additionalProperties": False, "properties": axes}
+
+
 def _cost_entry() -> dict:
     number = {"type": "number", "minimum": 0}
     return {"type": "object", "additionalProperties": False,
@@ -171,22 +181,11 @@ def config_schema() -> dict:
             },
             "prior_grid": {
                 "type": "object", "additionalProperties": False,
-                "properties": {prior: {
-                    "type": "object", "additionalProperties": False,
-                    "properties": {"datasets": _names(task_datasets()),
-                                   "noise_modes": _names(NOISE_MODES),
-                                   "coverages": _names(COVERAGES)},
-                } for prior in PRIORS},
+                "properties": {prior: _narrowing(priors=False) for prior in PRIORS},
             },
             "method_grid": {
                 "type": "object", "propertyNames": {"enum": list(METHODS)},
-                "additionalProperties": {
-                    "type": "object", "additionalProperties": False,
-                    "properties": {"datasets": _names(task_datasets()),
-                                   "priors": _names(PRIORS),
-                                   "noise_modes": _names(NOISE_MODES),
-                                   "coverages": _names(COVERAGES)},
-                },
+                "additionalProperties": _narrowing(),
             },
             "method_settings": {
                 "type": "object", "propertyNames": {"enum": list(METHODS)},
@@ -213,13 +212,7 @@ def config_schema() -> dict:
                     "validation_fraction": {"type": "number", "exclusiveMinimum": 0,
                                             "exclusiveMaximum": 1},
                     "methods": {"anyOf": [{"type": "null"}, {**_names(METHODS), "minItems": 0}]},
-                    "grid": {
-                        "type": "object", "additionalProperties": False,
-                        "properties": {"datasets": _names(task_datasets()),
-                                       "priors": _names(PRIORS),
-                                       "noise_modes": _names(NOISE_MODES),
-                                       "coverages": _names(COVERAGES)},
-                    },
+                    "grid": _narrowing(),
                 },
             },
             "budget_s": {

@@ -24,6 +24,15 @@ from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 
 logger = logging.getLogger(__name__)
 
+#: The booster settings both NGBoost methods search alike (the paper, App. C.3); each adds its
+#: own learning-rate range and method settings.
+BOOSTER_SEARCH_SPACE: dict[str, tuple] = {
+    "n_estimators": ("int", 200, 800),
+    "max_depth": ("int", 2, 6),
+    "minibatch_frac": ("float", 0.5, 1.0),
+    "col_sample": ("float", 0.5, 1.0),
+}
+
 #: Floor of Var(y) in the NIG's initial β (a constant target would give ln 0).
 MIN_INITIAL_VAR = 1e-12
 
@@ -209,11 +218,8 @@ class NGBoostNIG(UncertaintyMethod):
         "n_estimators": 400, "learning_rate": 0.05, "max_depth": 4, "minibatch_frac": 1.0,
         "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1}
     search_space: ClassVar[dict[str, tuple]] = {
-        "n_estimators": ("int", 200, 800),
+        **BOOSTER_SEARCH_SPACE,
         "learning_rate": ("float", 0.01, 0.2, "log"),
-        "max_depth": ("int", 2, 6),
-        "minibatch_frac": ("float", 0.5, 1.0),
-        "col_sample": ("float", 0.5, 1.0),
         "evidential_strength": ("float", 1e-4, 1.0, "log"),
         "kl_strength": ("float", 1e-4, 1.0, "log"),
     }
@@ -280,11 +286,8 @@ class NGBoostBag(UncertaintyMethod):
         "col_sample": 1.0, "natural_gradient": True, "n_regressors": 10,
         "sample_fraction": 0.8, "replace": False, "standardize_y": True}
     search_space: ClassVar[dict[str, tuple]] = {
-        "n_estimators": ("int", 200, 800),
+        **BOOSTER_SEARCH_SPACE,
         "learning_rate": ("float", 0.005, 0.1, "log"),
-        "max_depth": ("int", 2, 6),
-        "minibatch_frac": ("float", 0.5, 1.0),
-        "col_sample": ("float", 0.5, 1.0),
         "natural_gradient": ("categorical", [True, False]),
         "n_regressors": ("int", 5, 25),
         "sample_fraction": ("float", 0.6, 0.95),
