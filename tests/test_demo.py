@@ -34,15 +34,21 @@ def test_demo_end_to_end_within_budget(tmp_path):
     assert "(missing)" not in outputs.stdout
     assert "d/N = 6/53,940" in outputs.stdout and "d/N = 4/22,272" in outputs.stdout
     assert "(32 of 32 present)" in outputs.stdout  # 24 GP + 4 HBART + 4 BNN
-    # every implemented method and reference row is scored on every instance, no fit failed
+    # every implemented method is scored on every instance of its conditions (the tree
+    # ensembles on the 10 of method_grid), the reference rows on all 32; no fit failed
     scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
     eu = scores[scores["target"] == "eu_posterior_excess_risk"].set_index("method")
-    from postrisk.grid import implemented_methods, load_config
+    from postrisk.grid import fits_method, implemented_conditions, implemented_methods, load_config
 
-    methods = implemented_methods(load_config(REPO / "config.yaml", REPO / "presets/demo.yaml"))
+    demo = load_config(REPO / "config.yaml", REPO / "presets/demo.yaml")
+    methods = implemented_methods(demo)
     assert methods
     assert set(methods + ["oracle", "distance", "constant_au"]) <= set(eu.index)
-    assert (eu.loc[methods, "n_instances"] == 32).all()
+    conds = implemented_conditions(demo)
+    expected = {m: sum(fits_method(demo, m, c) for c in conds) for m in methods}
+    assert expected["gp"] == 32 and expected["catboost_kgb"] == 10
+    assert eu.loc[methods, "n_instances"].to_dict() == expected
+    assert (eu.loc[["oracle", "distance", "constant_au"], "n_instances"] == 32).all()
     assert (eu.loc[methods, "failed_fits"] == 0).all()
     # the one sweep ran its 6 trials; every other condition records its fixed configuration
     tuning = tmp_path / "results/tuning"
