@@ -107,11 +107,6 @@ class _CatBoostMethod(UncertaintyMethod):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
         return as_inputs(x, self.n_features_)
 
-    def _in_target_units(self, pred: Prediction) -> Prediction:
-        scaler = self._scaler
-        return Prediction(mean=scaler.mean_to_target(pred.mean),
-                          aleatoric_var=scaler.var_to_target(pred.aleatoric_var),
-                          epistemic_var=scaler.var_to_target(pred.epistemic_var))
 
     def _engine_settings(self) -> dict[str, Any]:
         return engine_settings(self.n_threads)
@@ -209,7 +204,7 @@ class CatBoostPS(_CatBoostMethod):
 
     def predict(self, x: np.ndarray) -> Prediction:
         means, variances = self.member_outputs(x)
-        return self._in_target_units(reduce_members(means, variances))
+        return self._scaler.prediction_to_target(reduce_members(means, variances))
 
 
 class CatBoostKGB(_CatBoostMethod):
@@ -330,4 +325,4 @@ class CatBoostKGB(_CatBoostMethod):
         pred = reduce_members(self.sampled_functions(x))
         pred = Prediction(mean=pred.mean, aleatoric_var=np.full(pred.mean.shape, self.noise_var_),
                           epistemic_var=pred.epistemic_var)
-        return self._in_target_units(pred)
+        return self._scaler.prediction_to_target(pred)

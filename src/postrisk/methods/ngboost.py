@@ -332,7 +332,4 @@ class NGBoostBag(UncertaintyMethod):
 
     def predict(self, x: np.ndarray) -> Prediction:
         means, variances = self.member_predictions(x)
-        red = reduce_members(means, variances)
-        return Prediction(mean=self._scaler.mean_to_target(red.mean),
-                          aleatoric_var=self._scaler.var_to_target(red.aleatoric_var),
-                          epistemic_var=self._scaler.var_to_target(red.epistemic_var))
+        return self._scaler.prediction_to_target(reduce_members(means, variances))

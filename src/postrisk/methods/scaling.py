@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from postrisk.core.arrays import as_matrix
+from postrisk.methods.interface import Prediction
 
 #: Input scale of the GP methods: standardised columns times this get the SD of U[0, 1], the
 #: range the kernels' default lengthscales are set for.
@@ -94,3 +95,9 @@ class Standardizer:
     def var_to_target(self, var_std: Any) -> np.ndarray:
         """s_y²·ṽ: a variance in standardised units back in target units."""
         return self.y_scale ** 2 * np.asarray(var_std, dtype=np.float64)
+
+    def prediction_to_target(self, pred: Prediction) -> Prediction:
+        """A prediction in standardised units back in target units (mean and both variances)."""
+        return Prediction(mean=self.mean_to_target(pred.mean),
+                          aleatoric_var=self.var_to_target(pred.aleatoric_var),
+                          epistemic_var=self.var_to_target(pred.epistemic_var))
