@@ -28,7 +28,13 @@ from postrisk.methods.nn.heads import (
     natural_gaussian_head,
     pointwise_gaussian_nll,
 )
-from postrisk.methods.nn.train import nadamw, steps_per_epoch, train
+from postrisk.methods.nn.train import (
+    compiled_loop_sharing,
+    loop_compilations,
+    nadamw,
+    steps_per_epoch,
+    train,
+)
 
 SN_TOLERANCE = 1e-2
 
@@ -95,10 +101,10 @@ def test_backbone_spectral_norm_state_updates_and_bounds_every_dense_layer():
     params = {**params, "dense": [{"w": 10.0 * layer["w"], "b": layer["b"]}
                                   for layer in params["dense"]]}
     x = jax.random.normal(jax.random.PRNGKey(1), (20, 3))
-    _, same = apply_backbone(spec, params, sn_state, x, train=False, power_iterations=3)
+    _, same = apply_backbone(spec, params, sn_state, x, power_iterations=3)
     assert same is sn_state  # prediction never changes the persistent vectors
     state = sn_state
-    training_forward = jax.jit(lambda s: apply_backbone(spec, params, s, x, train=True))
+    training_forward = jax.jit(lambda s: apply_backbone(spec, params, s, x, update_sn=True))
     for _ in range(20):
         _, new_state = training_forward(state)
         assert not all(np.array_equal(a, b) for a, b in zip(new_state["u"], state["u"],
@@ -116,7 +122,7 @@ def test_no_gradient_flows_through_power_iteration_vectors():
     x = jax.random.normal(jax.random.PRNGKey(4), (10, 2))
 
     def total(state):
-        return apply_backbone(spec, params, state, x, train=True)[0].sum()
+        return apply_backbone(spec, params, state, x, update_sn=True)[0].sum()
 
     grads = jax.jit(jax.grad(total))(sn_state)
     assert all(float(jnp.abs(g).max()) == 0.0 for g in grads["u"])
@@ -128,7 +134,7 @@ def _mse_loss(spec):
     """One loss object per spec, so the jitted loop is compiled once per test module."""
 
     def loss_fn(params, state, xb, yb, key):
-        out, new_state = apply_backbone(spec, params, state, xb, train=True, key=key)
+        out, new_state = apply_backbone(spec, params, state, xb, dropout_key=key, update_sn=True)
         return jnp.mean((out[:, 0] - yb) ** 2), new_state
 
     return loss_fn
@@ -220,25 +226,66 @@ def test_nadamw_clips_then_applies_nadamw():
     u1, _ = ours.update(grads, ours.init(params), params)
     u2, _ = reference.update({"w": grads["w"] / 50.0}, reference.init(params), params)
     np.testing.assert_allclose(u1["w"], u2["w"], rtol=1e-5)
-    assert nadamw(0.1, 0.8, 0.0) is ours  # cached: jitted training is reused
+    # the numbers are traced: every setting shares one transformation (one compiled loop)
+    assert nadamw(0.3, 0.7, 1e-2).transform is ours.transform
+
+
+def test_a_sweep_over_optimiser_settings_and_epochs_compiles_the_loop_once():
+    spec = BackboneSpec(in_dim=2, width=8, depth=1, out_dim=1)
+    x, y, loss_fn = _mse_problem(spec)
+    params, state = init_backbone(spec, 0)
+    settings = [(1e-3, 0.9, 1e-4, 7), (3e-3, 0.8, 1e-2, 11), (2e-4, 0.95, 1e-6, 40)]
+
+    def sweep() -> list[float]:
+        before = loop_compilations()
+        finals = []
+        for lr, momentum, wd, epochs in settings:
+            _, _, history = train(loss_fn, params, state, x, y / 20.0,
+                                  optimizer=nadamw(lr, momentum, wd), n_epochs=epochs,
+                                  batch_size=16, key=jax.random.PRNGKey(0))
+            finals.append(float(history["loss"][-1]))
+        return loop_compilations() - before, finals
+
+    traced, finals = sweep()
+    with compiled_loop_sharing(False):
+        baked, baked_finals = sweep()
+    assert traced <= 1 and baked == len(settings)
+    np.testing.assert_allclose(finals, baked_finals, rtol=1e-5)  # the same training either way
 
 
 # -- (c) dropout -------------------------------------------------------------------------------
-def test_dropout_active_only_in_training_with_a_key():
+def test_dropout_active_only_with_a_key():
     spec = BackboneSpec(in_dim=3, width=32, depth=2, dropout=0.3, out_dim=2)
     params, state = init_backbone(spec, jax.random.PRNGKey(0))
     x = jax.random.normal(jax.random.PRNGKey(1), (50, 3))
     ev1, _ = apply_backbone(spec, params, state, x)
-    ev2, _ = apply_backbone(spec, params, state, x, train=False, key=jax.random.PRNGKey(2))
-    no_key, _ = apply_backbone(spec, params, state, x, train=True)
-    np.testing.assert_array_equal(ev1, ev2)
+    no_key, _ = apply_backbone(spec, params, state, x, update_sn=True)
     np.testing.assert_array_equal(ev1, no_key)
-    tr1, _ = apply_backbone(spec, params, state, x, train=True, key=jax.random.PRNGKey(2))
-    tr2, _ = apply_backbone(spec, params, state, x, train=True, key=jax.random.PRNGKey(3))
+    tr1, _ = apply_backbone(spec, params, state, x, dropout_key=jax.random.PRNGKey(2))
+    tr2, _ = apply_backbone(spec, params, state, x, dropout_key=jax.random.PRNGKey(3))
     assert not np.allclose(tr1, ev1) and not np.allclose(tr1, tr2)
     spec0 = BackboneSpec(in_dim=3, width=32, depth=2, dropout=0.0, out_dim=2)
-    tr0, _ = apply_backbone(spec0, params, state, x, train=True, key=jax.random.PRNGKey(2))
+    tr0, _ = apply_backbone(spec0, params, state, x, dropout_key=jax.random.PRNGKey(2))
     np.testing.assert_array_equal(tr0, ev1)
+    # a rate passed as an argument (traced in a sweep) overrides the spec's
+    over, _ = apply_backbone(spec0, params, state, x, dropout_key=jax.random.PRNGKey(2),
+                             dropout_rate=jnp.float32(0.3))
+    np.testing.assert_allclose(over, tr1, rtol=1e-6)
+
+
+def test_dropout_and_the_power_iteration_update_are_separate_switches():
+    # MC-dropout with spectral normalisation: masks at prediction, persistent vectors untouched
+    spec = BackboneSpec(in_dim=3, width=16, depth=1, dropout=0.2, spectral_norm=True, out_dim=2)
+    params, state = init_backbone(spec, jax.random.PRNGKey(0))
+    x = jax.random.normal(jax.random.PRNGKey(1), (20, 3))
+    masked, kept = apply_backbone(spec, params, state, x, dropout_key=jax.random.PRNGKey(2),
+                                  power_iterations=3)
+    assert kept is state
+    clean, _ = apply_backbone(spec, params, state, x, power_iterations=3)
+    assert not np.allclose(masked, clean)
+    same, updated = apply_backbone(spec, params, state, x, update_sn=True, power_iterations=3)
+    np.testing.assert_array_equal(same, clean)
+    assert not np.allclose(updated["u"][0], state["u"][0])
 
 
 def test_dropout_after_input_layer_zeroes_units_at_the_rate():
@@ -248,7 +295,7 @@ def test_dropout_after_input_layer_zeroes_units_at_the_rate():
     params, state = init_backbone(spec, jax.random.PRNGKey(0))
     x = jax.random.normal(jax.random.PRNGKey(1), (200, 2))
     clean, _ = apply_backbone(spec, params, state, x)
-    dropped, _ = apply_backbone(spec, params, state, x, train=True, key=jax.random.PRNGKey(5))
+    dropped, _ = apply_backbone(spec, params, state, x, dropout_key=jax.random.PRNGKey(5))
     zero = np.asarray(dropped) == 0.0
     assert abs(zero.mean() - 0.25) < 0.02
     np.testing.assert_allclose(np.asarray(dropped)[~zero], np.asarray(clean)[~zero] / 0.75,
@@ -292,12 +339,19 @@ def test_residual_topology_matches_hand_computation():
     np.testing.assert_allclose(apply_backbone(spec, params, state, x)[0], h, rtol=1e-5)
 
 
-def test_initialisation_scale_and_zero_biases():
-    spec = BackboneSpec(in_dim=200, width=300, depth=1)
-    params, _ = init_backbone(spec, jax.random.PRNGKey(0))
-    w = np.asarray(params["dense"][0]["w"])
-    assert abs(w.var() / (2.0 / 500) - 1) < 0.05  # Glorot normal for tanh
-    assert all(not np.any(layer["b"]) for layer in params["dense"])
+def test_initialisation_scale_and_random_biases():
+    spec = BackboneSpec(in_dim=200, width=300, depth=1, out_dim=2)
+    for key in (jax.random.PRNGKey(0), 0):  # the JAX and the NumPy path draw the same scheme
+        params, _ = init_backbone(spec, key)
+        w = np.asarray(params["dense"][0]["w"])
+        assert abs(w.var() / (1.0 / 200) - 1) < 0.05  # LeCun normal for tanh
+        assert abs(np.asarray(params["out"]["w"]).var() / (1.0 / 300) - 1) < 0.1
+        # biases U(±1/√fan_in): variance 1/(3·fan_in), bounded by 1/√fan_in
+        b = np.concatenate([np.asarray(layer["b"]) for layer in params["dense"][1:]])
+        assert abs(b.var() / (1.0 / (3 * 300)) - 1) < 0.1
+        assert np.abs(b).max() <= 1 / np.sqrt(300)
+        first = np.asarray(params["dense"][0]["b"])
+        assert np.abs(first).max() <= 1 / np.sqrt(200) and first.std() > 0
     relu = BackboneSpec(in_dim=200, width=300, depth=1, activation="relu")
     w = np.asarray(init_backbone(relu, jax.random.PRNGKey(0))[0]["dense"][0]["w"])
     assert abs(w.var() / (2.0 / 200) - 1) < 0.05  # He normal for relu

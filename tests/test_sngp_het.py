@@ -112,3 +112,26 @@ def test_run_fit_and_input_checks(toy, fitted):
     record = run_fit("sngp_het", {"n_epochs": 5, "ridge_penalty": -1.0}, toy.x_train,
                      toy.y_train, toy.x_eval, random_state=0)
     assert record.status == "failed" and "ridge_penalty" in record.error
+
+
+def test_output_weights_have_one_regulariser_the_laplace_prior():
+    # NAdamW's decoupled weight decay skips β and β₀: their only regulariser is the ridge term
+    # (the prior N(0, λ⁻¹I) the Laplace step assumes); everything else decays
+    import jax
+    import jax.numpy as jnp
+
+    from postrisk.methods.nn.backbone import BackboneSpec
+    from postrisk.methods.nn.train import nadamw
+    from postrisk.methods.sngp_het import init_model, weight_decay_mask
+
+    spec = BackboneSpec(in_dim=2, width=8, depth=1, spectral_norm=True)
+    params, _ = init_model(spec, 16, 1.0, 0.01, np.random.default_rng(0))
+    params = {**params, "beta": jnp.ones(16), "bias": jnp.ones(())}
+    optimizer = nadamw(0.1, 0.9, 0.5, decay_mask=weight_decay_mask)
+    zero = jax.tree.map(jnp.zeros_like, params)
+    updates, _ = optimizer.update(zero, optimizer.init(params), params)
+    assert not np.any(np.asarray(updates["beta"])) and float(updates["bias"]) == 0.0
+    np.testing.assert_allclose(updates["noise"]["w"], -0.1 * 0.5 * params["noise"]["w"],
+                               rtol=1e-6)
+    w0 = params["backbone"]["dense"][0]["w"]
+    np.testing.assert_allclose(updates["backbone"]["dense"][0]["w"], -0.05 * w0, rtol=1e-6)

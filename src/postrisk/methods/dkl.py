@@ -182,6 +182,8 @@ class DeepKernelLearning(UncertaintyMethod):
 
     name: ClassVar[str] = "dkl"
     display_name: ClassVar[str] = "DKL"
+    #: 2: the shared backbone's initial biases are random (were zero).
+    implementation_version: ClassVar[int] = 2
     defaults: ClassVar[dict[str, Any]] = {
         "n_layers": 2,
         "hidden_dim": 64,
@@ -348,7 +350,7 @@ def _objective(spec: BackboneSpec):
 
 
 def _exact_objective(spec: BackboneSpec, params, state, x, t):
-    feats, _ = apply_backbone(spec, params["net"], state, x, train=False)
+    feats, _ = apply_backbone(spec, params["net"], state, x)
     return negative_mll(feats, t, gp_hyper(params["gp"]))
 
 
@@ -360,7 +362,7 @@ def _loss_jit(spec: BackboneSpec, params, state, x, t):
 
 @functools.partial(jax.jit, static_argnums=0)
 def _features_jit(spec: BackboneSpec, net, x):
-    return apply_backbone(spec, net, {}, x, train=False)[0]
+    return apply_backbone(spec, net, {}, x)[0]
 
 
 @functools.lru_cache(maxsize=64)

@@ -27,7 +27,8 @@ unit variance and leaves the regression function alone. A reference fixed at μ�
 (on the project's 1-D toy problem the default strengths then gave Spearman(AU, σ²_ε) = −0.11 on
 the training support, against 0.71 centred).
 
-Everything here is vectorised NumPy/SciPy over arrays of rows (no NGBoost): the NLL, the
+Everything here is vectorised NumPy/SciPy over arrays of rows (no NGBoost; the NLL and the
+evidential regulariser also take JAX arrays, for the neural variant): the NLL, the
 evidential regulariser, the KL divergence, their gradients, the Fisher information of the
 Student-t marginal and of the NIG itself (both in θ), and AU/EU. Arrays ``mu, lam, alpha, beta``
 broadcast against each other and against ``y``; gradients and metrics come back with the rows
@@ -116,17 +117,30 @@ def student_t_params(lam: Any, alpha: Any, beta: Any) -> tuple[np.ndarray, np.nd
 # The three terms of the score and their gradients in (μ, λ, α, β)
 # ---------------------------------------------------------------------------------------------
 
+def _nll_expression(xp: Any, lgamma: Any, y: Any, mu: Any, lam: Any, alpha: Any,
+                    beta: Any) -> Any:
+    omega = 2.0 * beta * (1.0 + lam)
+    return (0.5 * xp.log(xp.pi / lam) - alpha * xp.log(omega)
+            + (alpha + 0.5) * xp.log((y - mu) ** 2 * lam + omega)
+            + lgamma(alpha) - lgamma(alpha + 0.5))
+
+
 def nig_nll(y: Any, mu: Any, lam: Any, alpha: Any, beta: Any) -> np.ndarray:
     """−ln p(y | μ, λ, α, β), the Student-t marginal in the closed form of Amini et al. (2020),
     eq. 8: with Ω = 2β(1+λ),
 
         NLL = ½ ln(π/λ) − α ln Ω + (α+½) ln((y−μ)²λ + Ω) + lnΓ(α) − lnΓ(α+½).
     """
-    y, mu, lam, alpha, beta = _arrays(y, mu, lam, alpha, beta)
-    omega = 2.0 * beta * (1.0 + lam)
-    return (0.5 * np.log(np.pi / lam) - alpha * np.log(omega)
-            + (alpha + 0.5) * np.log((y - mu) ** 2 * lam + omega)
-            + gammaln(alpha) - gammaln(alpha + 0.5))
+    return _nll_expression(np, gammaln, *_arrays(y, mu, lam, alpha, beta))
+
+
+def nig_nll_jax(y: Any, mu: Any, lam: Any, alpha: Any, beta: Any) -> Any:
+    """:func:`nig_nll` on JAX arrays (traceable and differentiable: the neural evidential
+    regression's loss)."""
+    import jax.numpy as jnp
+    from jax.scipy.special import gammaln as jax_gammaln
+
+    return _nll_expression(jnp, jax_gammaln, y, mu, lam, alpha, beta)
 
 
 def nig_nll_grad(y: Any, mu: Any, lam: Any, alpha: Any, beta: Any) -> np.ndarray:
@@ -150,9 +164,13 @@ def nig_nll_grad(y: Any, mu: Any, lam: Any, alpha: Any, beta: Any) -> np.ndarray
 
 
 def evidential_regulariser(y: Any, mu: Any, lam: Any, alpha: Any) -> np.ndarray:
-    """|y − μ|·(2λ + α): the error scaled by the total evidence (Amini et al. 2020, eq. 9)."""
-    y, mu, lam, alpha = _arrays(y, mu, lam, alpha)
-    return np.abs(y - mu) * (2.0 * lam + alpha)
+    """|y − μ|·(2λ + α): the error scaled by the total evidence (Amini et al. 2020, eq. 9).
+
+    Plain arithmetic: NumPy arrays give float64 NumPy, JAX arrays a traceable JAX result.
+    """
+    if not any(type(a).__module__.startswith("jax") for a in (y, mu, lam, alpha)):
+        y, mu, lam, alpha = _arrays(y, mu, lam, alpha)
+    return abs(y - mu) * (2.0 * lam + alpha)
 
 
 def evidential_regulariser_grad(y: Any, mu: Any, lam: Any, alpha: Any) -> np.ndarray:

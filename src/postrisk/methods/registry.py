@@ -31,6 +31,11 @@ METHOD_ENTRIES: dict[str, Entry] = {
     "ngboost_bag": Entry("postrisk.methods.ngboost:NGBoostBag"),
     "catboost_ps": Entry("postrisk.methods.catboost:CatBoostPS"),
     "catboost_kgb": Entry("postrisk.methods.catboost:CatBoostKGB"),
+    "nn_bag": Entry("postrisk.methods.nn_ensemble:NeuralBag"),
+    "nn_ens": Entry("postrisk.methods.nn_ensemble:NeuralEnsemble"),
+    "nn_drop": Entry("postrisk.methods.nn_ensemble:MCDropout"),
+    "nn_edl": Entry("postrisk.methods.nn_edl:NeuralEvidentialRegression"),
+    "nn_deup": Entry("postrisk.methods.nn_deup:NeuralDEUP"),
 }
 
 

@@ -11,7 +11,9 @@ Model, in standardised units (inputs x̃ and target ỹ by :class:`Standardizer`
 
 Training (shared loop and NAdamW): the mean-over-batch Gaussian NLL of ỹ under N(μ̃, σ̃²) plus
 the ridge penalty (λ/2)‖β‖²/n (λ = ``ridge_penalty``), i.e. (1/n)·the negative log posterior
-of β under the prior β ~ N(0, λ⁻¹I).
+of β under the prior β ~ N(0, λ⁻¹I). That prior is the output weights' only regulariser:
+NAdamW's decoupled weight decay applies to the backbone and the noise head, not to β and β₀
+(:func:`weight_decay_mask`), so the Laplace step's prior precision is exactly λ.
 
 Laplace step (after training, one pass over the training set, float64):
 Σ⁻¹ = λI + Σᵢ φᵢφᵢᵀ/σ̃²(xᵢ) (heteroscedastic weighting, as the paper states), Σ by Cholesky.
@@ -88,8 +90,9 @@ def sngp_outputs(spec: BackboneSpec, params: dict, state: dict, x: jax.Array, *,
                  train_mode: bool, key: jax.Array | None = None,
                  power_iterations: int = 1) -> tuple[jax.Array, jax.Array, jax.Array, dict]:
     """(μ̃, σ̃², φ, new state) at standardised inputs ``x`` (rows, d)."""
-    h, sn_state = apply_backbone(spec, params["backbone"], state["sn"], x, train=train_mode,
-                                 key=key, power_iterations=power_iterations)
+    h, sn_state = apply_backbone(spec, params["backbone"], state["sn"], x,
+                                 dropout_key=key if train_mode else None, update_sn=train_mode,
+                                 power_iterations=power_iterations)
     phi = random_fourier_features(h, state["rff_w"], state["rff_b"])
     mean = phi @ params["beta"] + params["bias"]
     rho = h @ params["noise"]["w"] + params["noise"]["b"]
@@ -118,6 +121,13 @@ def init_model(spec: BackboneSpec, n_features: int, lengthscale: float, ridge_ov
         "ridge_over_n": np.float32(ridge_over_n),
     }
     return jax.tree.map(jnp.asarray, (params, state))
+
+
+def weight_decay_mask(params: dict) -> dict:
+    """True where NAdamW's weight decay applies: everywhere but the output weights β and the
+    bias β₀ (β's regulariser is the ridge term, the prior of the Laplace step)."""
+    mask = jax.tree.map(lambda _: True, params)
+    return {**mask, "beta": False, "bias": False}
 
 
 @functools.lru_cache(maxsize=32)
@@ -164,6 +174,8 @@ class HeteroscedasticSNGP(UncertaintyMethod):
 
     name: ClassVar[str] = "sngp_het"
     display_name: ClassVar[str] = "SNGP-Het"
+    #: 2: one regulariser on the output weights (no weight decay on β, β₀); random biases.
+    implementation_version: ClassVar[int] = 2
     defaults: ClassVar[dict[str, Any]] = {
         **SHARED_DEFAULTS,
         "sn_coeff": 1.0,
@@ -200,7 +212,7 @@ class HeteroscedasticSNGP(UncertaintyMethod):
         params, state = init_model(spec, n_features, float(self.rff_lengthscale), ridge / n, rng)
         k_train = jax.random.PRNGKey(self.random_state)
         optimizer = nadamw(float(self.learning_rate), float(self.momentum),
-                           float(self.weight_decay))
+                           float(self.weight_decay), decay_mask=weight_decay_mask)
         logger.info("sngp_het: training on n=%d, d=%d for %d epochs", n, d, int(self.n_epochs))
         params, state, self.history_ = train(
             _loss_fn(spec), params, state, x_std, y_std, optimizer=optimizer,

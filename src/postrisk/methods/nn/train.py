@@ -2,30 +2,35 @@
 
 API
 ---
-``nadamw(learning_rate, momentum, weight_decay) -> optax.GradientTransformation``
+``nadamw(learning_rate, momentum, weight_decay, decay_mask=None) -> Optimizer``
     ``clip_by_global_norm(1.0)`` then ``optax.nadamw(lr, b1=momentum, b2=0.999, eps=1e-8,
-    weight_decay=weight_decay)`` (constant lr, decoupled weight decay). Cached: the same
-    settings return the same object, so jitted training is reused across fits.
+    weight_decay=weight_decay, mask=decay_mask)`` (constant lr, decoupled weight decay, applied
+    to the leaves ``decay_mask(params)`` marks, all by default). The three numbers are *traced*
+    (``optax.inject_hyperparams``): they live in the optimiser state, and every setting uses
+    the same transformation object, so a tuning sweep whose trials share an architecture and
+    batch shape compiles the training loop once (:func:`loop_compilations` counts them).
 
 ``train(loss_fn, params, state, x, y, *, optimizer, n_epochs, batch_size, key, n_members=None,
 member_rows=None, label="train: epochs") -> (params, state, history)``
     ``loss_fn(params, state, xb, yb, key) -> (loss, new_state)`` is the loss of ONE member on
     one minibatch (a scalar, normally the mean over the batch plus penalties; ``state`` is any
-    pytree carried between steps and not differentiated, e.g. spectral-norm vectors — use
-    ``{}`` when there is none; ``key`` is a fresh PRNG key per step for dropout etc.).
-    ``optimizer`` is any optax ``GradientTransformation`` (e.g. :func:`nadamw`, or DKL's own
-    AdamW with a warm-up cosine schedule). ``x`` (n, ...) and ``y`` (n, ...) are the training
-    arrays (``jnp.asarray``: float32, or float64 under ``jax.enable_x64(True)``).
+    pytree carried between steps and not differentiated, e.g. spectral-norm vectors or traced
+    settings such as a dropout rate — use ``{}`` when there is none; ``key`` is a fresh PRNG
+    key per step for dropout etc.). ``optimizer`` is an :class:`Optimizer` (e.g.
+    :func:`nadamw`) or any optax ``GradientTransformation`` (e.g. DKL's own AdamW with a
+    warm-up cosine schedule). ``x`` (n, ...) and ``y`` (n, ...) are the training arrays
+    (``jnp.asarray``: float32, or float64 under ``jax.enable_x64(True)``).
 
     Epochs: each epoch draws a fresh random permutation of the rows (argsort of uniforms) and
     runs ``ceil(n/batch_size)`` steps on batches of exactly ``batch_size`` rows; the last batch
     is completed with rows from the start of the same permutation, so every row is used at
     least once per epoch and every step has the same shape. ``batch_size=None`` (or ≥ n) =
     full batch, one step per epoch, no shuffling. The whole loop is jitted (``lax.scan`` over
-    steps inside a ``lax.fori_loop`` over epochs) and compiled once per (loss_fn, optimizer,
-    shapes, settings) — pass the same ``loss_fn`` and optimizer objects to reuse it; the
-    epochs run in ~10 chunks, and the progress (epochs, the last epoch's mean loss) is logged
-    after each, prefixed by ``label`` (the method's name and its word for an epoch).
+    steps inside a ``lax.fori_loop`` over epochs) and compiled once per (loss_fn, optimizer
+    transformation, shapes, batch size): the number of epochs is a traced value too. Pass the
+    same ``loss_fn`` object to reuse it. The epochs run in chunks of at most
+    :data:`CHUNK_EPOCHS` (about a tenth of them each), and the progress (epochs, the last
+    epoch's mean loss) is logged after each, prefixed by ``label``.
 
     Members ("members vmapped as one model"): with ``n_members = M`` every leaf of ``params``
     and ``state`` has a leading member axis M, the optimiser state is per member (``init`` and
@@ -40,15 +45,21 @@ member_rows=None, label="train: epochs") -> (params, state, history)``
 
 Keys: the per-epoch key is ``fold_in(member_key, epoch)``; it is split into the permutation key
 and one key per step.
+
+``compiled_loop_sharing(False)`` (a context manager, for benchmarks) restores the behaviour
+before the hyper-parameters were traced: :func:`nadamw` then bakes its numbers into a new
+transformation per setting, so every new setting compiles the loop anew.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -62,19 +73,98 @@ logger = logging.getLogger(__name__)
 
 #: Global-norm gradient clipping threshold of the shared optimiser (App. C.4).
 CLIP_NORM = 1.0
+#: The most epochs one compiled call runs (the per-call loss buffer's static length).
+CHUNK_EPOCHS = 32
 
 LossFn = Callable[[Any, Any, jax.Array, jax.Array, jax.Array], tuple[jax.Array, Any]]
 
+_SHARING = {"enabled": True}
+_TRACES = {"loop": 0}
 
-@functools.lru_cache(maxsize=64)
-def nadamw(learning_rate: float, momentum: float, weight_decay: float,
-           ) -> optax.GradientTransformation:
-    """Global-norm clip 1, then NAdamW(lr, β₁ = momentum, β₂ = 0.999, ε = 1e-8, wd)."""
+
+def loop_compilations() -> int:
+    """How many times the training loop has been traced (= compiled) in this process."""
+    return _TRACES["loop"]
+
+
+@contextlib.contextmanager
+def compiled_loop_sharing(enabled: bool) -> Iterator[None]:
+    """Within the block, :func:`nadamw` traces its numbers (True, the default) or bakes them
+    into a new transformation per setting (False: the loop compiles for every new setting)."""
+    previous = _SHARING["enabled"]
+    _SHARING["enabled"] = bool(enabled)
+    try:
+        yield
+    finally:
+        _SHARING["enabled"] = previous
+
+
+def _nadamw_chain(learning_rate: Any, momentum: Any, weight_decay: Any,
+                  decay_mask: Callable | None = None) -> optax.GradientTransformation:
     return optax.chain(
         optax.clip_by_global_norm(CLIP_NORM),
-        optax.nadamw(float(learning_rate), b1=float(momentum), b2=0.999, eps=1e-8,
-                     weight_decay=float(weight_decay)),
+        optax.nadamw(learning_rate, b1=momentum, b2=0.999, eps=1e-8,
+                     weight_decay=weight_decay, mask=decay_mask),
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _traced_nadamw(decay_mask: Callable | None) -> optax.GradientTransformation:
+    """The one NAdamW transformation (per weight-decay mask) with traced hyper-parameters."""
+    return optax.inject_hyperparams(_nadamw_chain, static_args=("decay_mask",))(
+        learning_rate=0.0, momentum=0.0, weight_decay=0.0, decay_mask=decay_mask)
+
+
+@functools.lru_cache(maxsize=64)
+def _baked_nadamw(learning_rate: float, momentum: float, weight_decay: float,
+                  decay_mask: Callable | None) -> optax.GradientTransformation:
+    return _nadamw_chain(learning_rate, momentum, weight_decay, decay_mask)
+
+
+@dataclass(frozen=True, eq=False)
+class Optimizer:
+    """An optax transformation plus the values of its traced hyper-parameters.
+
+    ``transform`` is a static argument of the compiled loop (shared by every setting);
+    ``hyperparams`` are written into the state at :meth:`init`, so they are traced.
+    """
+
+    transform: optax.GradientTransformation
+    hyperparams: Mapping[str, float]
+
+    def init(self, params: Any) -> Any:
+        return with_hyperparams(self.transform.init(params), self.hyperparams)
+
+    def update(self, updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        return self.transform.update(updates, state, params)
+
+
+def with_hyperparams(opt_state: Any, values: Mapping[str, float]) -> Any:
+    """``opt_state`` of an ``inject_hyperparams`` transformation with ``values`` written in
+    (each broadcast to the shape and dtype of the value it replaces, e.g. a member axis)."""
+    current = opt_state.hyperparams
+    unknown = sorted(set(values) - set(current))
+    if unknown:
+        raise ValueError(f"unknown optimiser hyper-parameter(s) {unknown}; have "
+                         f"{sorted(current)}")
+    new = dict(current)
+    for name, value in values.items():
+        old = jnp.asarray(current[name])
+        new[name] = jnp.full(old.shape, value, dtype=old.dtype)
+    return opt_state._replace(hyperparams=new)
+
+
+def nadamw(learning_rate: float, momentum: float, weight_decay: float,
+           decay_mask: Callable | None = None) -> Optimizer | optax.GradientTransformation:
+    """Global-norm clip 1, then NAdamW(lr, β₁ = momentum, β₂ = 0.999, ε = 1e-8, wd) with the
+    weight decay on the leaves ``decay_mask(params)`` marks True (all when None). The numbers
+    are traced (module docstring); pass a module-level ``decay_mask`` function so that fits
+    share its compiled loop."""
+    values = {"learning_rate": float(learning_rate), "momentum": float(momentum),
+              "weight_decay": float(weight_decay)}
+    if not _SHARING["enabled"]:
+        return _baked_nadamw(*values.values(), decay_mask)
+    return Optimizer(_traced_nadamw(decay_mask), values)
 
 
 def steps_per_epoch(n_rows: int, batch_size: int | None) -> tuple[int, int]:
@@ -117,12 +207,12 @@ def _epoch(carry: tuple, x: jax.Array, y: jax.Array, epoch_key: jax.Array, *,
 
 def _epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, key: jax.Array,
             start: jax.Array, stop: jax.Array, **settings: Any) -> tuple[tuple, jax.Array]:
-    """Epochs ``start ≤ e < stop`` of one member; writes each epoch's loss into ``losses``."""
+    """Epochs ``start ≤ e < stop`` of one member; epoch e's loss goes to ``losses[e − start]``."""
 
     def body(epoch: jax.Array, value: tuple) -> tuple:
         carry, losses = value
         carry, loss = _epoch(carry, x, y, jax.random.fold_in(key, epoch), **settings)
-        return carry, losses.at[epoch].set(loss)
+        return carry, losses.at[epoch - start].set(loss)
 
     return jax.lax.fori_loop(start, stop, body, (carry, losses))
 
@@ -132,6 +222,7 @@ def _run_epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, key
                 start: jax.Array, stop: jax.Array, *, loss_fn: LossFn,
                 optimizer: optax.GradientTransformation, batch_size: int | None,
                 members: bool) -> tuple[tuple, jax.Array]:
+    _TRACES["loop"] += 1  # runs only while tracing, i.e. once per compilation
     run = functools.partial(_epochs, loss_fn=loss_fn, optimizer=optimizer,
                             batch_size=batch_size)
     if members:
@@ -140,8 +231,8 @@ def _run_epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, key
 
 
 def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
-          optimizer: optax.GradientTransformation, n_epochs: int, batch_size: int | None,
-          key: jax.Array, n_members: int | None = None, member_rows: Any = None,
+          optimizer: Optimizer | optax.GradientTransformation, n_epochs: int,
+          batch_size: int | None, key: jax.Array, n_members: int | None = None, member_rows: Any = None,
           label: str = "train: epochs") -> tuple[Any, Any, dict]:
     """Train one model or ``n_members`` vmapped members (see the module docstring)."""
     n_epochs = int(n_epochs)
@@ -168,32 +259,35 @@ def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
         if batch_size >= n_rows:
             batch_size = None
 
-    # the loss buffer's length is a power of two ≥ n_epochs, so nearby epoch counts share
-    # one compilation
-    buffer = max(16, 1 << (n_epochs - 1).bit_length())
+    transform = optimizer.transform if isinstance(optimizer, Optimizer) else optimizer
     if members:
         keys = jax.random.split(key, int(n_members))
-        opt_state = jax.vmap(optimizer.init)(params)
-        losses = jnp.zeros((int(n_members), buffer), dtype=float)
+        opt_state = jax.vmap(transform.init)(params)
+        buffer_shape: tuple[int, ...] = (int(n_members), CHUNK_EPOCHS)
     else:
         keys = key
-        opt_state = optimizer.init(params)
-        losses = jnp.zeros((buffer,), dtype=float)
+        opt_state = transform.init(params)
+        buffer_shape = (CHUNK_EPOCHS,)
+    if isinstance(optimizer, Optimizer):
+        opt_state = with_hyperparams(opt_state, optimizer.hyperparams)
 
     carry = (params, state, opt_state)
-    chunk = max(1, math.ceil(n_epochs / 10))
+    chunk = min(CHUNK_EPOCHS, max(1, math.ceil(n_epochs / 10)))
+    history = []
     t0 = time.perf_counter()
     start = 0
     with progress_steps(n_epochs, label, logger) as progress:
         while start < n_epochs:
             stop = min(start + chunk, n_epochs)
-            carry, losses = _run_epochs(carry, losses, x, y, keys, jnp.int32(start),
-                                        jnp.int32(stop), loss_fn=loss_fn, optimizer=optimizer,
-                                        batch_size=batch_size, members=members)
-            last = np.asarray(losses[..., stop - 1])
-            progress.advance(stop - start, message=f"loss {float(np.mean(last)):.4g}")
+            carry, losses = _run_epochs(carry, jnp.zeros(buffer_shape, dtype=float), x, y, keys,
+                                        jnp.int32(start), jnp.int32(stop), loss_fn=loss_fn,
+                                        optimizer=transform, batch_size=batch_size,
+                                        members=members)
+            losses = np.asarray(losses)[..., :stop - start]
+            history.append(losses)
+            progress.advance(stop - start, message=f"loss {float(np.mean(losses[..., -1])):.4g}")
             start = stop
     params, state, _ = carry
     jax.block_until_ready(params)
-    history = {"loss": np.asarray(losses)[..., :n_epochs], "seconds": time.perf_counter() - t0}
-    return params, state, history
+    return params, state, {"loss": np.concatenate(history, axis=-1),
+                           "seconds": time.perf_counter() - t0}

@@ -1,0 +1,168 @@
+"""The base class of the neural methods built on the one network (:mod:`.network`).
+
+:class:`NeuralNetworkMethod` merges, when a subclass is defined,
+
+- the shared hyper-parameters of every network (:data:`NETWORK_DEFAULTS`: the backbone's width
+  and number of blocks, epochs, batch size, NAdamW's learning rate, weight decay and momentum,
+  the activation, the dropout rate, the spectral-norm switch and coefficient),
+- the shared search space (paper App. C.4; plus ``sn_coeff`` when the class's default has
+  spectral normalisation on: a spectrally normalised variant is a setting, not a copy),
+- the class's ``own_defaults`` and ``own_search_space``,
+
+into the ``defaults`` and ``search_space`` every method declares. It also holds the steps every
+network method repeats: standardising the data, building the spec, the traced optimiser, the
+training call, the seeds of members and dropout passes, and the Gaussian prediction through the
+one reducer with the variance bounds.
+
+Seeds: member i is initialised from ``member_seeds(random_state, M)[i]`` and trained with key
+``jax.random.split(PRNGKey(random_state), M)[i]`` (a single network: seed ``[0]`` and the key
+itself); a method's second network (``stream`` s > 0) uses seeds spawned from
+``member_seeds(random_state, s + 1)[s]`` and the key ``fold_in(PRNGKey(random_state), s)``;
+dropout passes at prediction use keys split from a separate stream.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+import jax
+import numpy as np
+
+from postrisk.methods.ensemble import reduce_members
+from postrisk.methods.interface import Prediction, UncertaintyMethod
+from postrisk.methods.nn.backbone import SHARED_DEFAULTS, SHARED_SEARCH_SPACE
+from postrisk.methods.nn.network import (
+    VARIANCE_BOUNDS,
+    NetworkSpec,
+    gaussian_members,
+    gaussian_nll_loss,
+    init_members,
+    init_network,
+    predict_raw,
+)
+from postrisk.methods.nn.train import nadamw, train
+from postrisk.methods.resampling import member_seeds
+from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
+
+logger = logging.getLogger(__name__)
+
+#: Every network's hyper-parameters and defaults (the shared ones of App. C.4, plus the
+#: dropout rate — 0, no dropout, unless a method searches it — and spectral normalisation).
+NETWORK_DEFAULTS: dict[str, Any] = {
+    **SHARED_DEFAULTS,
+    "dropout": 0.0,
+    "spectral_norm": False,
+    "sn_coeff": 1.0,
+}
+#: The spectral-norm coefficient's range (App. C.4, the SN variants).
+SN_COEFF_SPACE = ("float", 0.5, 3.0, "log")
+#: The stream of the dropout passes' keys at prediction (distinct from training's keys).
+_PASS_STREAM = 0x5EED
+
+
+class NeuralNetworkMethod(UncertaintyMethod):
+    """A method on the shared network (module docstring). Subclasses set ``own_defaults``,
+    ``own_search_space`` and ``head``, and implement ``fit``/``predict`` with the helpers."""
+
+    own_defaults: ClassVar[dict[str, Any]] = {}
+    own_search_space: ClassVar[dict[str, tuple]] = {}
+    head: ClassVar[str] = "gaussian"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        own_defaults: dict[str, Any] = {}
+        own_space: dict[str, tuple] = {}
+        for klass in reversed(cls.__mro__):  # a subclass of a method adds to its parent's
+            own_defaults.update(klass.__dict__.get("own_defaults", {}))
+            own_space.update(klass.__dict__.get("own_search_space", {}))
+        cls.defaults = {**NETWORK_DEFAULTS, **own_defaults}
+        space = dict(SHARED_SEARCH_SPACE)
+        if cls.defaults["spectral_norm"]:
+            space["sn_coeff"] = SN_COEFF_SPACE
+        space.update(own_space)
+        cls.search_space = space
+        super().__init_subclass__(**kwargs)
+
+    # -- the steps every network method shares -------------------------------------------
+    def _standardize(self, x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Checked data in standardised units; sets ``standardizer_``."""
+        x, y = as_training_data(x, y)
+        self.standardizer_ = scaler = Standardizer.fit(x, y)
+        return scaler.inputs(x), scaler.target(y)
+
+    def _inputs(self, x: Any) -> np.ndarray:
+        return self.standardizer_.inputs(as_inputs(x, self.standardizer_.n_features))
+
+    def _spec(self, in_dim: int, head: str | None = None) -> NetworkSpec:
+        return NetworkSpec(in_dim=int(in_dim), width=int(self.width),
+                           n_blocks=int(self.n_blocks), head=head or self.head,
+                           activation=str(self.activation), dropout=float(self.dropout) > 0,
+                           spectral_norm=bool(self.spectral_norm))
+
+    def _settings(self) -> dict[str, float]:
+        return {"dropout": float(self.dropout), "sn_coeff": float(self.sn_coeff)}
+
+    def _init(self, spec: NetworkSpec, n_members: int | None, stream: int = 0,
+              **settings: float) -> tuple[dict, dict]:
+        """Initial parameters: ``n_members`` stacked members, or one network (None); ``stream``
+        selects an independent set of seeds (a method's second network)."""
+        values = {**self._settings(), **settings}
+        root = self.random_state if stream == 0 else member_seeds(self.random_state,
+                                                                   stream + 1)[stream]
+        seeds = member_seeds(root, n_members or 1)
+        if n_members is None:
+            return init_network(spec, seeds[0], **values)
+        return init_members(spec, seeds, **values)
+
+    def _train(self, spec: NetworkSpec, loss: Any, params: dict, state: dict, x: np.ndarray,
+               y: np.ndarray, *, n_members: int | None = None, member_rows: Any = None,
+               n_epochs: int | None = None, stream: int = 0,
+               label: str | None = None) -> tuple[dict, dict, dict]:
+        """The shared loop with the method's NAdamW settings (traced) and minibatches."""
+        key = jax.random.PRNGKey(self.random_state)
+        if stream:
+            key = jax.random.fold_in(key, stream)
+        return train(loss, params, state, x, y,
+                     optimizer=nadamw(float(self.learning_rate), float(self.momentum),
+                                      float(self.weight_decay)),
+                     n_epochs=int(n_epochs or self.n_epochs), batch_size=int(self.batch_size),
+                     key=key, n_members=n_members, member_rows=member_rows,
+                     label=label or f"{self.name}: epochs")
+
+    def _pass_keys(self, n_passes: int) -> jax.Array:
+        """One key per dropout pass at prediction (fixed by ``random_state``)."""
+        stream = jax.random.fold_in(jax.random.PRNGKey(self.random_state), _PASS_STREAM)
+        return jax.random.split(stream, int(n_passes))
+
+    def _fit_gaussian(self, x: np.ndarray, y: np.ndarray, *, n_members: int | None = None,
+                      member_rows: Any = None) -> NeuralNetworkMethod:
+        """Standardise, then train members (or one network) on the Gaussian objective; sets
+        ``spec_``, ``params_``, ``state_``, ``history_``."""
+        x_std, y_std = self._standardize(x, y)
+        spec = self.spec_ = self._spec(x_std.shape[1])
+        params, state = self._init(spec, n_members)
+        logger.info("%s: training %s on n=%d, d=%d for %d epochs", self.name,
+                    f"{n_members} members" if n_members else "one network", *x_std.shape,
+                    int(self.n_epochs))
+        self.params_, self.state_, self.history_ = self._train(
+            spec, gaussian_nll_loss(spec), params, state, x_std, y_std, n_members=n_members,
+            member_rows=member_rows)
+        return self
+
+    def _predict_gaussian(self, x: Any, *, members: bool = False,
+                          n_passes: int | None = None) -> Prediction:
+        """Members' or dropout passes' Gaussians through the one reducer (member variances
+        clipped to :data:`VARIANCE_BOUNDS`), in target units."""
+        pass_keys = self._pass_keys(n_passes) if n_passes else None
+        raw = predict_raw(self.spec_, self.params_, self.state_, self._inputs(x),
+                          members=members, pass_keys=pass_keys)
+        means, variances = gaussian_members(self.spec_, raw)
+        prediction = reduce_members(means, variances, variance_bounds=VARIANCE_BOUNDS)
+        return self.standardizer_.prediction_to_target(prediction)
+
+
+def positive_int(value: Any, name: str) -> int:
+    """``value`` as an int ≥ 1, else ``ValueError`` naming ``name``."""
+    if int(value) < 1 or int(value) != float(value):
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
