@@ -18,15 +18,25 @@ member is an independent fit; each boosting iteration costs about the same), and
 "extrapolated" — an estimate, not a measurement. CatBoost-KGB's rows are also given as a ratio
 to the paper's median fit time of that method (24 minutes, App. C.3).
 
+With ``--sweep`` a 10-trial tuning sweep (``--sweep-method``, default NN-Ens, on the first
+``--sweep-n`` rows, architecture and batch size fixed, the optimiser settings and epochs
+searched) runs twice in the same process: with the compiled-loop cache on (the optimiser's
+numbers are traced, so trials share one compiled training loop) and off
+(``compiled_loop_sharing(False)``: the numbers are baked into each trial's optimiser, so every
+trial compiles anew — the behaviour before the cache). It prints the number of compilations of
+the training loop and the trials per minute of each, and their ratio.
+
 Usage: ``python benchmarks/methods_fit.py [--methods blr gp ...] [--n 2000] [--n-eval 1500]
-[--corners]``.
+[--corners] [--sweep] [--sweep-method nn_ens] [--sweep-n 500]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import time
+from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -61,6 +71,43 @@ CORNERS: dict[str, tuple[dict, dict, float]] = {
                      {"posterior_iterations": 1000, "prior_iterations": 300, "depth": 8,
                       "n_regressors": 2}, 20 / 2),
 }
+#: The neural methods' most expensive corner of the shared search space (widest, deepest,
+#: longest, smallest batches), measured at a tenth of the epochs (each epoch costs the same),
+#: after one compiling run.
+_NN_CORNER = {"width": 64, "n_blocks": 4, "n_epochs": 200, "batch_size": 64}
+for _name in ("nn_ens", "nn_bag", "nn_drop", "nn_edl", "nn_deup"):
+    _extra = {"nn_bag": {"sample_fraction": 0.95}, "nn_drop": {"dropout": 0.35}}.get(_name, {})
+    CORNERS[_name] = ({**_NN_CORNER, **_extra}, {**_NN_CORNER, **_extra, "n_epochs": 20},
+                      200 / 20)
+#: The fixed part of the compilation sweep: one architecture and batch size.
+SWEEP_FIXED = {"width": 32, "n_blocks": 2, "batch_size": 128}
+SWEEP_TRIALS = 10
+
+
+def sweep_compilations(method: str, x: np.ndarray, y: np.ndarray, seed: int,
+                       threads: int) -> None:
+    """The 10-trial sweep with the compiled-loop cache on, then off (module docstring)."""
+    from postrisk.methods.nn.train import compiled_loop_sharing, loop_compilations
+    from postrisk.tuning.sweep import tune
+
+    print(f"\n{SWEEP_TRIALS}-trial sweep of {method} on n={len(y)} rows (fixed {SWEEP_FIXED}; "
+          "learning rate, weight decay, momentum and epochs searched)")
+    print(f"{'compiled-loop cache':<20} {'compilations':>12} {'seconds':>8} "
+          f"{'trials/min':>11}")
+    rates = {}
+    for label, sharing in (("on", True), ("off", False)):
+        with tempfile.TemporaryDirectory() as tmp, compiled_loop_sharing(sharing):
+            before = loop_compilations()
+            t0 = time.perf_counter()
+            result = tune(method, x, y, journal=Path(tmp) / "sweep.log", n_trials=SWEEP_TRIALS,
+                          startup_trials=SWEEP_TRIALS, fixed=SWEEP_FIXED, random_state=seed,
+                          n_threads=threads)
+            seconds = time.perf_counter() - t0
+            compiled = loop_compilations() - before
+        done = sum(t["state"] == "COMPLETE" for t in result.trials)
+        rates[label] = 60.0 * done / seconds
+        print(f"{label:<20} {compiled:>12d} {seconds:>8.1f} {rates[label]:>11.2f}", flush=True)
+    print(f"trials per minute, cache on / off: {rates['on'] / rates['off']:.2f}×")
 
 
 def instance(n: int, n_eval: int, d: int, seed: int):
@@ -85,6 +132,10 @@ def main() -> None:
     parser.add_argument("--corners", action="store_true",
                         help="also time the most expensive corner of each search space "
                              "(measured smaller, extrapolated)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="also run a 10-trial sweep with the compiled-loop cache on and off")
+    parser.add_argument("--sweep-method", default="nn_ens")
+    parser.add_argument("--sweep-n", type=int, default=500)
     args = parser.parse_args()
 
     kernel, x, y, noise_var, x_eval = instance(args.n, args.n_eval, args.d, args.seed)
@@ -110,6 +161,9 @@ def main() -> None:
         print(f"{name:<12} {first.fit_seconds:>10.2f} {first.predict_seconds:>8.2f} "
               f"{steady.fit_seconds:>11.2f} {steady.predict_seconds:>8.2f} {total:>13.2f} "
               f"{total / reference:>12.1f}  {status}{paper}", flush=True)
+    if args.sweep:
+        sweep_compilations(args.sweep_method, x[:args.sweep_n], y[:args.sweep_n], args.seed,
+                           args.threads)
     if not args.corners:
         return
     print("\nmost expensive corner of each search space (measured smaller, extrapolated "
@@ -120,8 +174,9 @@ def main() -> None:
         if name not in CORNERS:
             continue
         corner, measured, factor = CORNERS[name]
-        rec = run_fit(name, measured, x, y, x_eval, random_state=args.seed,
-                      n_threads=args.threads)
+        for _ in range(2 if name.startswith("nn_") else 1):  # networks: the second, compiled
+            rec = run_fit(name, measured, x, y, x_eval, random_state=args.seed,
+                          n_threads=args.threads)
         seconds = rec.fit_seconds + rec.predict_seconds
         estimate = seconds * factor
         paper = (f"; {estimate / PAPER_KGB_MEDIAN_S:.3f} × the paper's median"

@@ -85,10 +85,12 @@ def test_rules_of_different_output_shapes_are_named_apart(demo):
                            for o in mcmc.outputs["task"]]
     fit = stage_rules(demo, "fit")
     assert fit[0].inputs is None  # a condition's seeds depend on its cell
-    # the tree ensembles cover part of the grid (method_grid): a rule of their own
-    assert [r.name for r in fit] == ["fit_blr_and_4_more", "fit_catboost_kgb_and_3_more"]
+    # the tree ensembles and three network methods cover parts of the grid (method_grid): a
+    # rule for each shape
+    assert [r.name for r in fit] == ["fit_blr_and_6_more", "fit_catboost_kgb_and_3_more",
+                                     "fit_nn_bag_and_2_more"]
     assert fit[0].keys == ("method",)
-    assert len(fit[1].outputs["fit"]) == 10
+    assert len(fit[1].outputs["fit"]) == 10 and len(fit[2].outputs["fit"]) == 6
     assert len(fit[0].outputs["fit"]) == len(fit[0].outputs["tuning_result"]) == 32
     job = fit[0].job({"method": "blr"})
     assert [u["method"] for u in job.payload] == ["blr"] * 32

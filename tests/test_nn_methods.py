@@ -13,7 +13,6 @@ from postrisk.methods.nig import evidential_regulariser, nig_nll
 from postrisk.methods.nn.heads import EVIDENCE_EPS
 from postrisk.methods.nn.method import NETWORK_DEFAULTS, SN_COEFF_SPACE, NeuralNetworkMethod
 from postrisk.methods.nn.network import (
-    VARIANCE_BOUNDS,
     NetworkSpec,
     gaussian_members,
     gaussian_nll_loss,
@@ -49,6 +48,8 @@ def test_search_spaces_merge_the_shared_space_with_each_methods_own():
         assert {"width", "n_blocks", "n_epochs", "batch_size", "learning_rate", "weight_decay",
                 "momentum"} <= set(cls.search_space)
         assert "sn_coeff" not in cls.search_space  # spectral normalisation off by default
+    assert (NeuralEnsemble.defaults["variance_floor"],
+            NeuralEnsemble.defaults["variance_ceiling"]) == (1e-6, 50.0)
     assert NeuralEnsemble.defaults["n_members"] == 10 and NeuralBag.defaults["n_members"] == 10
     assert MCDropout.defaults["n_members"] == 128
     assert MCDropout.search_space["dropout"] == ("float", 0.05, 0.35)
@@ -104,7 +105,7 @@ def test_members_are_exactly_single_network_fits(cls, spectral_norm):
         got = method.predict(x)
     assert method.spec_.spectral_norm is spectral_norm
     expected = scaler.prediction_to_target(
-        reduce_members(means, variances, variance_bounds=VARIANCE_BOUNDS))
+        reduce_members(means, variances, variance_bounds=method.variance_bounds()))
     for field in ("mean", "aleatoric_var", "epistemic_var"):
         np.testing.assert_allclose(getattr(got, field), getattr(expected, field), rtol=1e-6)
     assert np.all(got.epistemic_var > 0)
@@ -136,7 +137,7 @@ def test_mc_dropout_passes_are_its_members():
     assert raw.shape == (16, 48, 2) and not np.allclose(raw[0], raw[1])
     means, variances = gaussian_members(method.spec_, raw)
     expected = method.standardizer_.prediction_to_target(
-        reduce_members(means, variances, variance_bounds=VARIANCE_BOUNDS))
+        reduce_members(means, variances, variance_bounds=(1e-6, 50.0)))
     np.testing.assert_allclose(got.epistemic_var, expected.epistemic_var, rtol=1e-12)
     # a network without dropout has no epistemic uncertainty to report: refused
     with pytest.raises(ValueError, match="dropout rate in"):

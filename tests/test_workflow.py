@@ -168,7 +168,9 @@ def test_smoke_preset_end_to_end(tmp_path):
     table3 = pd.read_csv(tmp_path / "results/checks/table3.csv")
     assert table3["prior"].tolist() == ["gp"] and table3["scale"].iloc[0] == "smoke"
     scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
-    assert {"blr", "oracle", "distance", "constant_au"} <= set(scores["method"])
+    assert {"blr", "oracle", "distance", "constant_au", "nn_ens", "nn_bag", "nn_drop",
+            "nn_edl", "nn_deup"} <= set(scores["method"])
+    assert (scores.loc[scores["method"].str.startswith("nn_"), "failed_fits"] == 0).all()
     oracle = scores[(scores["method"] == "oracle")
                     & (scores["target"] == "eu_posterior_excess_risk")]
     assert oracle["mean"].iloc[0] == pytest.approx(1.0)  # EU = σ²_f exactly when â = m_S

@@ -33,7 +33,6 @@ from postrisk.methods.ensemble import reduce_members
 from postrisk.methods.interface import Prediction, UncertaintyMethod
 from postrisk.methods.nn.backbone import SHARED_DEFAULTS, SHARED_SEARCH_SPACE
 from postrisk.methods.nn.network import (
-    VARIANCE_BOUNDS,
     NetworkSpec,
     gaussian_members,
     gaussian_nll_loss,
@@ -48,12 +47,17 @@ from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 logger = logging.getLogger(__name__)
 
 #: Every network's hyper-parameters and defaults (the shared ones of App. C.4, plus the
-#: dropout rate — 0, no dropout, unless a method searches it — and spectral normalisation).
+#: dropout rate — 0, no dropout, unless a method searches it — spectral normalisation, and the
+#: bounds [variance_floor, variance_ceiling]·Var(ỹ) = [1e-6, 50] in standardised units that each
+#: member's or pass's variance is clipped to before the reducer: the earlier public code's
+#: bounds, here a visible setting of each method, never a silent clip).
 NETWORK_DEFAULTS: dict[str, Any] = {
     **SHARED_DEFAULTS,
     "dropout": 0.0,
     "spectral_norm": False,
     "sn_coeff": 1.0,
+    "variance_floor": 1e-6,
+    "variance_ceiling": 50.0,
 }
 #: The spectral-norm coefficient's range (App. C.4, the SN variants).
 SN_COEFF_SPACE = ("float", 0.5, 3.0, "log")
@@ -129,6 +133,10 @@ class NeuralNetworkMethod(UncertaintyMethod):
                      key=key, n_members=n_members, member_rows=member_rows,
                      label=label or f"{self.name}: epochs")
 
+    def variance_bounds(self) -> tuple[float, float]:
+        """(floor, ceiling) of a member's variance in standardised units (Var(ỹ) = 1)."""
+        return float(self.variance_floor), float(self.variance_ceiling)
+
     def _pass_keys(self, n_passes: int) -> jax.Array:
         """One key per dropout pass at prediction (fixed by ``random_state``)."""
         stream = jax.random.fold_in(jax.random.PRNGKey(self.random_state), _PASS_STREAM)
@@ -152,12 +160,13 @@ class NeuralNetworkMethod(UncertaintyMethod):
     def _predict_gaussian(self, x: Any, *, members: bool = False,
                           n_passes: int | None = None) -> Prediction:
         """Members' or dropout passes' Gaussians through the one reducer (member variances
-        clipped to :data:`VARIANCE_BOUNDS`), in target units."""
+        clipped to [variance_floor, variance_ceiling] in standardised units), in target
+        units."""
         pass_keys = self._pass_keys(n_passes) if n_passes else None
         raw = predict_raw(self.spec_, self.params_, self.state_, self._inputs(x),
                           members=members, pass_keys=pass_keys)
         means, variances = gaussian_members(self.spec_, raw)
-        prediction = reduce_members(means, variances, variance_bounds=VARIANCE_BOUNDS)
+        prediction = reduce_members(means, variances, variance_bounds=self.variance_bounds())
         return self.standardizer_.prediction_to_target(prediction)
 
 

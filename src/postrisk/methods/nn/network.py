@@ -48,9 +48,6 @@ from postrisk.methods.nn.heads import gaussian_head, natural_gaussian_head, poin
 HEAD_OUTPUTS = {"gaussian": 2, "natural": 2, "evidential": 4, "positive": 1}
 #: Gaussian heads and how their raw outputs become (μ̃, ṽ).
 GAUSSIAN_HEADS = {"gaussian": gaussian_head, "natural": natural_gaussian_head}
-#: Member variances are clipped to [1e-6, 50·Var(ỹ)] at prediction (the earlier public code's
-#: bounds); in standardised units Var(ỹ) = 1.
-VARIANCE_BOUNDS = (1e-6, 50.0)
 #: Power-iteration refinement steps of the spectral norms at prediction (paper).
 PREDICT_POWER_ITERATIONS = 3
 #: The largest block of rows one compiled prediction call takes (smaller inputs are padded to

@@ -232,8 +232,8 @@ def _run_epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, key
 
 def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
           optimizer: Optimizer | optax.GradientTransformation, n_epochs: int,
-          batch_size: int | None, key: jax.Array, n_members: int | None = None, member_rows: Any = None,
-          label: str = "train: epochs") -> tuple[Any, Any, dict]:
+          batch_size: int | None, key: jax.Array, n_members: int | None = None,
+          member_rows: Any = None, label: str = "train: epochs") -> tuple[Any, Any, dict]:
     """Train one model or ``n_members`` vmapped members (see the module docstring)."""
     n_epochs = int(n_epochs)
     if n_epochs < 1:
