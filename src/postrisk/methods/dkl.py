@@ -324,10 +324,9 @@ class DeepKernelLearning(UncertaintyMethod):
         x = as_inputs(x, self.scaler_.n_features)
         with thread_limit(self.n_threads):
             mean, var = self.posterior_.predict(self.features(x))
-        return Prediction(mean=self.scaler_.mean_to_target(mean),
-                          aleatoric_var=np.full(x.shape[0],
-                                                float(self.scaler_.var_to_target(self.noise_var_))),
-                          epistemic_var=self.scaler_.var_to_target(var))
+        return self.scaler_.prediction_to_target(Prediction(
+            mean=mean, aleatoric_var=np.full(x.shape[0], float(self.noise_var_)),
+            epistemic_var=var))
 
 
 def _to64(a):

@@ -156,8 +156,6 @@ class ExactGP(UncertaintyMethod):
             raise RuntimeError("gp: call fit before predict")
         u = self._inputs(as_inputs(x, self.scaler_.n_features))
         mean, var = self._predictor(u)
-        sc = self.scaler_
-        noise = float(sc.var_to_target(self.noise_var_))
-        return Prediction(mean=sc.mean_to_target(mean + self.mean_),
-                          aleatoric_var=np.full(u.shape[0], noise),
-                          epistemic_var=sc.var_to_target(var))
+        return self.scaler_.prediction_to_target(Prediction(
+            mean=mean + self.mean_, aleatoric_var=np.full(u.shape[0], float(self.noise_var_)),
+            epistemic_var=var))

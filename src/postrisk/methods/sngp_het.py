@@ -243,7 +243,5 @@ class HeteroscedasticSNGP(UncertaintyMethod):
         x = as_inputs(x, self.standardizer_.n_features)
         mean, noise_var, phi = self._outputs(self.standardizer_.inputs(x))
         latent = latent_variance(phi, self.precision_cholesky_)
-        scaler = self.standardizer_
-        return Prediction(mean=scaler.mean_to_target(mean),
-                          aleatoric_var=scaler.var_to_target(noise_var),
-                          epistemic_var=scaler.var_to_target(latent))
+        return self.standardizer_.prediction_to_target(
+            Prediction(mean=mean, aleatoric_var=noise_var, epistemic_var=latent))

@@ -284,7 +284,5 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
                                             self.params_)
             m_f, v_f, m_g, v_g = (np.asarray(v, dtype=np.float64)
                                   for v in predict(params, jnp.asarray(u)))
-        sc = self.scaler_
-        return Prediction(mean=sc.mean_to_target(m_f),
-                          aleatoric_var=sc.var_to_target(np.exp(m_g + 0.5 * v_g)),
-                          epistemic_var=sc.var_to_target(v_f))
+        return self.scaler_.prediction_to_target(Prediction(
+            mean=m_f, aleatoric_var=np.exp(m_g + 0.5 * v_g), epistemic_var=v_f))
