@@ -7,13 +7,12 @@ import pytest
 
 from postrisk.evaluation.toy import toy_problem
 from postrisk.methods.nn.backbone import spectral_norms
+from postrisk.methods.nn.laplace import last_layer_precision
 from postrisk.methods.registry import get_method
 from postrisk.methods.runner import run_fit
 from postrisk.methods.sngp_het import (
     HeteroscedasticSNGP,
     fast_cos,
-    laplace_precision,
-    latent_variance,
 )
 
 
@@ -67,27 +66,13 @@ def test_fast_cos_matches_cos_and_its_derivative():
     np.testing.assert_allclose(np.asarray(slope), -np.sin(z[:2001]), atol=5e-5)
 
 
-def test_laplace_precision_matches_brute_force():
-    rng = np.random.default_rng(0)
-    phi = rng.standard_normal((7, 4))
-    noise_var = rng.uniform(0.1, 2.0, 7)
-    expected = 0.3 * np.eye(4)
-    for i in range(7):
-        expected += np.outer(phi[i], phi[i]) / noise_var[i]
-    np.testing.assert_allclose(laplace_precision(phi, noise_var, 0.3), expected, rtol=1e-12)
-    chol = np.linalg.cholesky(expected)
-    queries = rng.standard_normal((3, 4))
-    brute = np.array([q @ np.linalg.solve(expected, q) for q in queries])
-    np.testing.assert_allclose(latent_variance(queries, chol), brute, rtol=1e-10)
-
-
 def test_fitted_eu_is_the_heteroscedastic_laplace_variance(fitted, toy, prediction):
     # recompute Σ⁻¹ = λI + Σ φφᵀ/σ̃² from the fitted model's own training features
     scaler = fitted.standardizer_
     _, noise_var, phi = fitted._outputs(scaler.inputs(toy.x_train))
     precision = fitted.ridge_penalty * np.eye(phi.shape[1]) + (phi / noise_var[:, None]).T @ phi
-    np.testing.assert_allclose(fitted.precision_cholesky_ @ fitted.precision_cholesky_.T,
-                               precision, rtol=1e-8, atol=1e-8)
+    chol = fitted.laplace_.precision_cholesky
+    np.testing.assert_allclose(chol @ chol.T, precision, rtol=1e-8, atol=1e-8)
     picks = [0, 150, 300, 450, 600]
     _, noise_eval, phi_eval = fitted._outputs(scaler.inputs(toy.x_eval[picks]))
     brute = np.array([f @ np.linalg.solve(precision, f) for f in phi_eval])
@@ -96,7 +81,7 @@ def test_fitted_eu_is_the_heteroscedastic_laplace_variance(fitted, toy, predicti
     np.testing.assert_allclose(prediction.aleatoric_var[picks], scaler.y_scale ** 2 * noise_eval,
                                rtol=1e-6)
     # heteroscedastic weighting matters: unweighted (σ̃² = 1) gives a different answer
-    assert not np.allclose(laplace_precision(phi, np.ones_like(noise_var), 1.0), precision)
+    assert not np.allclose(last_layer_precision(phi, np.ones_like(noise_var), 1.0), precision)
 
 
 def test_spectral_norm_constrains_the_trained_backbone(fitted):

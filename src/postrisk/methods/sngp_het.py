@@ -15,8 +15,9 @@ of β under the prior β ~ N(0, λ⁻¹I). That prior is the output weights' onl
 NAdamW's decoupled weight decay applies to the backbone and the noise head, not to β and β₀
 (:func:`weight_decay_mask`), so the Laplace step's prior precision is exactly λ.
 
-Laplace step (after training, one pass over the training set, float64):
-Σ⁻¹ = λI + Σᵢ φᵢφᵢᵀ/σ̃²(xᵢ) (heteroscedastic weighting, as the paper states), Σ by Cholesky.
+Laplace step (after training, one pass over the training set, float64; the shared last-layer
+Laplace module :mod:`postrisk.methods.nn.laplace`): Σ⁻¹ = λI + Σᵢ φᵢφᵢᵀ/σ̃²(xᵢ)
+(heteroscedastic weighting, as the paper states), Σ by Cholesky.
 
 Prediction in target units: mean = s_y μ̃ + m_y, AU = s_y² σ̃²(x), EU = s_y² φ(x)ᵀΣφ(x); the
 spectral norms at prediction use 3 refinement power-iteration steps from the persistent vectors.
@@ -35,7 +36,6 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from postrisk.methods.interface import Prediction, UncertaintyMethod
 from postrisk.methods.nn.backbone import (
@@ -46,6 +46,7 @@ from postrisk.methods.nn.backbone import (
     init_backbone,
 )
 from postrisk.methods.nn.heads import gaussian_head, pointwise_gaussian_nll
+from postrisk.methods.nn.laplace import LastLayerPosterior
 from postrisk.methods.nn.train import nadamw, train
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 
@@ -152,25 +153,11 @@ def _predict_outputs(spec: BackboneSpec, params: dict, state: dict,
     return mean, var, phi
 
 
-def laplace_precision(phi: np.ndarray, noise_var: np.ndarray, ridge: float) -> np.ndarray:
-    """Σ⁻¹ = λI + Σᵢ φᵢφᵢᵀ/σ̃²ᵢ (float64) from features (n, D) and noise variances (n,)."""
-    phi = np.asarray(phi, dtype=np.float64)
-    weighted = phi / np.asarray(noise_var, dtype=np.float64)[:, None]
-    precision = phi.T @ weighted
-    precision[np.diag_indices_from(precision)] += ridge
-    return precision
-
-
-def latent_variance(phi: np.ndarray, precision_cholesky: np.ndarray) -> np.ndarray:
-    """φᵀΣφ per row of ``phi`` (m, D), with Σ⁻¹ = L Lᵀ (``precision_cholesky`` = lower L)."""
-    z = solve_triangular(precision_cholesky, np.asarray(phi, dtype=np.float64).T, lower=True)
-    return np.sum(z ** 2, axis=0)
-
-
 class HeteroscedasticSNGP(UncertaintyMethod):
     """SNGP with a heteroscedastic noise head and a heteroscedastically weighted Laplace step
     (module docstring). Fitted attributes: ``standardizer_``, ``params_``, ``state_``,
-    ``spec_``, ``precision_cholesky_`` (lower Cholesky factor of Σ⁻¹), ``history_``."""
+    ``spec_``, ``laplace_`` (the last-layer posterior, :class:`LastLayerPosterior`: Σ⁻¹'s lower
+    Cholesky factor), ``history_``."""
 
     name: ClassVar[str] = "sngp_het"
     display_name: ClassVar[str] = "SNGP-Het"
@@ -221,8 +208,7 @@ class HeteroscedasticSNGP(UncertaintyMethod):
         self.params_, self.state_ = params, state
 
         _, noise_var, phi = self._outputs(x_std)
-        precision = laplace_precision(phi, noise_var, ridge)
-        self.precision_cholesky_ = np.linalg.cholesky(precision)
+        self.laplace_ = LastLayerPosterior.from_features(phi, noise_var, ridge)
         logger.info("sngp_het: fitted in %.1f s (final loss %.4g)", self.history_["seconds"],
                     float(self.history_["loss"][-1]))
         return self
@@ -242,6 +228,6 @@ class HeteroscedasticSNGP(UncertaintyMethod):
     def predict(self, x: np.ndarray) -> Prediction:
         x = as_inputs(x, self.standardizer_.n_features)
         mean, noise_var, phi = self._outputs(self.standardizer_.inputs(x))
-        latent = latent_variance(phi, self.precision_cholesky_)
+        latent = self.laplace_.latent_variance(phi)
         return self.standardizer_.prediction_to_target(
             Prediction(mean=mean, aleatoric_var=noise_var, epistemic_var=latent))
