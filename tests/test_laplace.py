@@ -9,7 +9,12 @@ import pytest
 
 from postrisk.methods.nn.backbone import apply_backbone
 from postrisk.methods.nn.laplace import LastLayerPosterior, last_layer_precision
-from postrisk.methods.nn.network import NetworkSpec, init_network
+from postrisk.methods.nn.network import (
+    NetworkSpec,
+    gaussian_members,
+    init_network,
+    predict_features,
+)
 
 
 def _tiny_network_features(n: int = 9):
@@ -56,3 +61,29 @@ def test_bad_inputs_are_refused():
         last_layer_precision(np.ones((3, 2)), np.zeros(3), 1.0)
     with pytest.raises(ValueError, match="features"):
         last_layer_precision(np.ones((3, 2)), np.ones(4), 1.0)
+
+
+def test_nn_lap_eu_is_the_variance_of_sampled_last_layer_means():
+    from postrisk.methods.nn_laplace import NeuralLaplace, SpectralNeuralLaplace, with_bias
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-2, 2, (40, 2))
+    y = np.sin(x.sum(axis=1)) + rng.normal(0, 0.2, 40)
+    settings = {"width": 8, "n_blocks": 1, "n_epochs": 3, "batch_size": 16}
+    method = NeuralLaplace(random_state=1, n_samples=20_000, **settings).fit(x, y)
+    # the posterior is the heteroscedastic GGN of the MAP network's own features and variances
+    x_std = method.standardizer_.inputs(x)
+    h, raw = predict_features(method.spec_, method.params_, method.state_, x_std)
+    _, var = gaussian_members(method.spec_, raw[None])
+    expected = last_layer_precision(with_bias(h), var[0], 1.0)
+    chol = method.laplace_.precision_cholesky
+    np.testing.assert_allclose(chol @ chol.T, expected, rtol=1e-10)
+    # EU → s_y²·φᵀΛ⁻¹φ (Monte Carlo over 20,000 draws), AU = the MAP variance head
+    pred = method.predict(x[:6])
+    s2 = method.standardizer_.y_scale ** 2
+    latent = method.laplace_.latent_variance(with_bias(h[:6]))
+    np.testing.assert_allclose(pred.epistemic_var, s2 * latent, rtol=0.05)
+    np.testing.assert_allclose(pred.aleatoric_var, s2 * var[0, :6], rtol=1e-6)
+    np.testing.assert_array_equal(method.predict(x[:6]).epistemic_var, pred.epistemic_var)
+    assert SpectralNeuralLaplace.defaults["spectral_norm"] is True
+    assert SpectralNeuralLaplace.search_space["sn_coeff"] == ("float", 0.5, 3.0, "log")

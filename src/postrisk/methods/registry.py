@@ -36,6 +36,8 @@ METHOD_ENTRIES: dict[str, Entry] = {
     "nn_drop": Entry("postrisk.methods.nn_ensemble:MCDropout"),
     "nn_edl": Entry("postrisk.methods.nn_edl:NeuralEvidentialRegression"),
     "nn_deup": Entry("postrisk.methods.nn_deup:NeuralDEUP"),
+    "nn_lap": Entry("postrisk.methods.nn_laplace:NeuralLaplace"),
+    "nn_lap_sn": Entry("postrisk.methods.nn_laplace:SpectralNeuralLaplace"),
 }
 
 

@@ -23,6 +23,8 @@ members or passes there are.
 - :func:`predict_raw` — raw outputs at many rows, batched over members (``members=True``) or
   over dropout passes (``pass_keys``), in padded blocks of rows so prediction compiles once
   per spec and block size; spectral norms use :data:`PREDICT_POWER_ITERATIONS` refinement steps.
+- :func:`predict_features` — one network's last-layer features and raw outputs (the Laplace
+  methods' inputs).
 - :func:`gaussian_members` — (means, variances) per member or pass from raw outputs.
 
 Heads (:mod:`postrisk.methods.nn.heads`): ``gaussian`` (μ̃, ρ) → v = (softplus ρ + ε)²;
@@ -33,6 +35,7 @@ them back to target units.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -168,6 +171,24 @@ def _raw_block(spec: NetworkSpec, params: dict, state: dict, x: jax.Array,
     return one(params, state, None)[None]
 
 
+def _in_blocks(compute: Any, x: Any) -> list[np.ndarray]:
+    """``compute(block)`` on zero-padded blocks of at most :data:`BLOCK_ROWS` rows of ``x``: each
+    of its outputs (arrays with rows on axis −2) cut back to the real rows and concatenated over
+    the blocks, as float64."""
+    x = np.asarray(x)
+    m = x.shape[0]
+    block = min(BLOCK_ROWS, 1 << max(0, (m - 1).bit_length()))
+    dtype = jax.dtypes.canonicalize_dtype(np.float64)
+    parts = []
+    for start in range(0, m, block):
+        rows = x[start:start + block]
+        padded = np.zeros((block, x.shape[1]), dtype=dtype)
+        padded[:rows.shape[0]] = rows
+        parts.append([np.asarray(out, dtype=np.float64)[..., :rows.shape[0], :]
+                      for out in compute(jnp.asarray(padded))])
+    return [np.concatenate(outs, axis=-2) for outs in zip(*parts, strict=True)]
+
+
 def predict_raw(spec: NetworkSpec, params: dict, state: dict, x: Any, *, members: bool = False,
                 pass_keys: jax.Array | None = None) -> np.ndarray:
     """Raw outputs (P, m, HEAD_OUTPUTS[head]) as float64 at standardised inputs ``x`` (m, d).
@@ -178,18 +199,27 @@ def predict_raw(spec: NetworkSpec, params: dict, state: dict, x: Any, *, members
     """
     if members and pass_keys is not None:
         raise ValueError("members and dropout passes cannot be combined")
-    x = np.asarray(x)
-    m = x.shape[0]
-    block = min(BLOCK_ROWS, 1 << max(0, (m - 1).bit_length()))
-    dtype = jax.dtypes.canonicalize_dtype(np.float64)
-    parts = []
-    for start in range(0, m, block):
-        rows = x[start:start + block]
-        padded = np.zeros((block, x.shape[1]), dtype=dtype)
-        padded[:rows.shape[0]] = rows
-        raw = _raw_block(spec, params, state, jnp.asarray(padded), pass_keys, members)
-        parts.append(np.asarray(raw, dtype=np.float64)[:, :rows.shape[0]])
-    return np.concatenate(parts, axis=1)
+    return _in_blocks(lambda xb: (_raw_block(spec, params, state, xb, pass_keys, members),),
+                      x)[0]
+
+
+@functools.partial(jax.jit, static_argnames=("spec",))
+def _features_block(spec: NetworkSpec, params: dict, state: dict,
+                    x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    features_spec = dataclasses.replace(spec.backbone, out_dim=None)
+    h, _ = apply_backbone(features_spec, {**params, "out": None}, state["sn"], x,
+                          power_iterations=PREDICT_POWER_ITERATIONS,
+                          dropout_rate=state["settings"]["dropout"],
+                          sn_coeff=state["settings"]["sn_coeff"])
+    return h, h @ params["out"]["w"] + params["out"]["b"]
+
+
+def predict_features(spec: NetworkSpec, params: dict, state: dict,
+                     x: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(last-layer features h (m, width), raw outputs (m, HEAD_OUTPUTS[head])) of one network
+    at standardised inputs ``x`` (dropout off), float64; raw = h W_out + b_out."""
+    h, raw = _in_blocks(lambda xb: _features_block(spec, params, state, xb), x)
+    return h, raw
 
 
 def gaussian_members(spec: NetworkSpec, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
