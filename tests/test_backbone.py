@@ -387,3 +387,32 @@ def test_natural_parameter_head():
     assert np.all(eta2 < 0) and np.all(np.isfinite(var))
     np.testing.assert_allclose(var, -1.0 / (2 * eta2), rtol=1e-5)
     np.testing.assert_allclose(mean, np.asarray(raw[:, 0]) * (-1.0 / (2 * eta2)), rtol=1e-5)
+
+
+def test_running_moments_equal_the_moments_of_the_stored_iterates():
+    # full batch and plain SGD: training is a deterministic map, so k-epoch calls chained from
+    # each other's parameters visit exactly the iterates of one long call
+    spec = BackboneSpec(in_dim=2, width=8, depth=1, out_dim=1)
+    x, y, loss_fn = _mse_problem(spec)
+    params, state = init_backbone(spec, 0)
+    settings = dict(optimizer=optax.sgd(0.01), batch_size=None, key=jax.random.PRNGKey(0))
+    _, _, history = train(loss_fn, params, state, x, y / 20.0, n_epochs=12, moments_every=3,
+                          **settings)
+    iterates, current = [], params
+    for _ in range(4):
+        current, _, _ = train(loss_fn, current, state, x, y / 20.0, n_epochs=3, **settings)
+        iterates.append(current)
+    moments = history["moments"]
+    assert int(moments["count"]) == 4
+    for got, expected in ((moments["mean"], jax.tree.map(lambda *t: np.mean(t, axis=0),
+                                                         *iterates)),
+                          (moments["sq_mean"], jax.tree.map(
+                              lambda *t: np.mean(np.square(t), axis=0), *iterates))):
+        jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7),
+                     got, expected)
+    # per member, vmapped
+    _, _, both = train(loss_fn, _stack([params, params]), _stack([state, state]), x, y / 20.0,
+                       n_epochs=12, moments_every=3, n_members=2, **settings)
+    assert both["moments"]["count"].tolist() == [4, 4]
+    np.testing.assert_allclose(both["moments"]["mean"]["out"]["w"][1],
+                               moments["mean"]["out"]["w"], rtol=1e-5, atol=1e-7)

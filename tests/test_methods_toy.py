@@ -10,8 +10,9 @@ pass). Expectations:
 * ``gp``, ``vlgp``, ``sngp_het``, ``nn_ens``, ``nn_bag``, ``nn_lap_sn``: EU-AUROC ≥ 0.8 for
   ``beyond`` vs ``in`` and ``gap`` vs ``in``;
 * ``blr``: ``beyond`` vs ``in`` only;
-* every other method (DKL, the tree ensembles, MC dropout, NN-EDL, NN-DEUP, NN-Lap): its measured
-  values, recorded here, with the reason where it fails (trees extrapolate flat; NIG: EU = AU/λ).
+* every other method (DKL, the tree ensembles, MC dropout, NN-EDL, NN-DEUP, NN-Lap, NN-SWAG):
+  its measured values, recorded here, with the reason where it fails (trees extrapolate flat;
+  NIG: EU = AU/λ).
 """
 
 import pytest
@@ -52,6 +53,7 @@ EXPECTED = {
     # 0.96/0.97/0.96, gap 0.989/0.980/0.981); the plain one's is recorded below.
     "nn_lap": (True, ()),
     "nn_lap_sn": (True, ("beyond", "gap")),
+    "nn_swag": (True, ()),
 }
 
 #: Recorded, not required by the toy's expectations (the paper's explanation in the comment).
@@ -98,6 +100,11 @@ RECORDED = {
     # spread out away from the data here (beyond 0.96/0.96/0.96, gap 0.996/0.996/0.996).
     ("nn_lap", "beyond"): (0.85, 1.0),
     ("nn_lap", "gap"): (0.85, 1.0),
+    # SWAG's draws spread along the directions SGD wanders in at the end of training, which
+    # the data pin down in `in` but not reliably elsewhere: beyond 0.75/0.87/0.64, gap
+    # 0.33/0.22/0.83 (seed-dependent).
+    ("nn_swag", "beyond"): (0.5, 0.95),
+    ("nn_swag", "gap"): (0.1, 0.95),
 }
 
 #: RMSE of the mean on ``in``: smooth methods fit the toy to < 0.1 (noise SD 0.05–0.3); tree

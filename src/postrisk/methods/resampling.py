@@ -70,6 +70,18 @@ class HeldOutErrors:
         return float(np.mean(self.squared_errors))
 
 
+def held_out_split(n_rows: int, held_out_fraction: float,
+                   random_state: int) -> tuple[np.ndarray, np.ndarray]:
+    """(fit rows, held-out rows), both sorted: ⌊fraction·n⌋ rows held out (at least 1, leaving
+    at least 1 to fit), chosen by a permutation drawn from ``random_state``."""
+    n = int(n_rows)
+    if n < 2:
+        raise ValueError(f"a held-out split needs at least 2 rows, got {n}")
+    n_held = min(resample_size(n, held_out_fraction), n - 1)
+    order = np.random.default_rng(int(random_state)).permutation(n)
+    return np.sort(order[n_held:]), np.sort(order[:n_held])
+
+
 def held_out_errors(fit_predict: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
                     x: np.ndarray, y: np.ndarray, held_out_fraction: float,
                     random_state: int) -> HeldOutErrors:
@@ -79,12 +91,8 @@ def held_out_errors(fit_predict: Callable[[np.ndarray, np.ndarray, np.ndarray], 
     ``fit_predict(x_fit, y_fit, x_held)`` fits a fresh model and returns its mean at ``x_held``
     (shape (n_held,)). The split is a permutation drawn from ``random_state``.
     """
-    n = int(np.shape(x)[0])
-    if n < 2:
-        raise ValueError(f"a held-out split needs at least 2 rows, got {n}")
-    n_held = min(resample_size(n, held_out_fraction), n - 1)
-    order = np.random.default_rng(int(random_state)).permutation(n)
-    held, fit = np.sort(order[:n_held]), np.sort(order[n_held:])
+    fit, held = held_out_split(int(np.shape(x)[0]), held_out_fraction, random_state)
+    n_held = len(held)
     mean = np.asarray(fit_predict(x[fit], y[fit], x[held]), dtype=np.float64)
     if mean.shape != (n_held,):
         raise ValueError(f"fit_predict returned shape {mean.shape}, expected ({n_held},)")

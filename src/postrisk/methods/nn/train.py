@@ -43,6 +43,10 @@ member_rows=None, label="train: epochs") -> (params, state, history)``
     ``history = {"loss": per-epoch mean training loss, shape (n_epochs,) or (M, n_epochs),
     "seconds": wall time of the loop including compilation}``.
 
+    Running moments (SWAG): with ``moments_every = k`` the loop also keeps, inside the compiled
+    loop, the running means of θ and θ² over the parameters after every k-th epoch;
+    ``history["moments"] = {"count", "mean", "sq_mean"}`` (per member with members).
+
 Keys: the per-epoch key is ``fold_in(member_key, epoch)``; it is split into the permutation key
 and one key per step.
 
@@ -121,6 +125,16 @@ def _baked_nadamw(learning_rate: float, momentum: float, weight_decay: float,
     return _nadamw_chain(learning_rate, momentum, weight_decay, decay_mask)
 
 
+def _sgd_chain(learning_rate: Any, momentum: Any) -> optax.GradientTransformation:
+    return optax.chain(optax.clip_by_global_norm(CLIP_NORM),
+                       optax.sgd(learning_rate, momentum=momentum))
+
+
+@functools.lru_cache(maxsize=1)
+def _traced_sgd() -> optax.GradientTransformation:
+    return optax.inject_hyperparams(_sgd_chain)(learning_rate=0.0, momentum=0.0)
+
+
 @dataclass(frozen=True, eq=False)
 class Optimizer:
     """An optax transformation plus the values of its traced hyper-parameters.
@@ -152,6 +166,13 @@ def with_hyperparams(opt_state: Any, values: Mapping[str, float]) -> Any:
         old = jnp.asarray(current[name])
         new[name] = jnp.full(old.shape, value, dtype=old.dtype)
     return opt_state._replace(hyperparams=new)
+
+
+def sgd(learning_rate: float, momentum: float) -> Optimizer:
+    """Global-norm clip 1, then SGD with heavy-ball momentum (SWAG's phase after training);
+    the numbers are traced."""
+    return Optimizer(_traced_sgd(), {"learning_rate": float(learning_rate),
+                                     "momentum": float(momentum)})
 
 
 def nadamw(learning_rate: float, momentum: float, weight_decay: float,
@@ -210,11 +231,28 @@ def _epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, key: ja
     """Epochs ``start ≤ e < stop`` of one member; epoch e's loss goes to ``losses[e − start]``."""
 
     def body(epoch: jax.Array, value: tuple) -> tuple:
-        carry, losses = value
-        carry, loss = _epoch(carry, x, y, jax.random.fold_in(key, epoch), **settings)
-        return carry, losses.at[epoch - start].set(loss)
+        (inner, moments), losses = value
+        inner, loss = _epoch(inner, x, y, jax.random.fold_in(key, epoch), **settings)
+        if moments:  # collecting running moments of the parameters (static)
+            moments = _accumulate(moments, inner[0], epoch)
+        return (inner, moments), losses.at[epoch - start].set(loss)
 
     return jax.lax.fori_loop(start, stop, body, (carry, losses))
+
+
+def _accumulate(moments: dict, params: Any, epoch: jax.Array) -> dict:
+    """Add ``params`` to the running first and second moments after every ``every``-th epoch
+    (a running mean, so no sums grow): with k the new count, m ← m + (θ − m)/k."""
+    take = ((epoch + 1) % moments["every"]) == 0
+    count = moments["count"] + take.astype(moments["count"].dtype)
+    weight = jnp.where(take, 1.0 / jnp.maximum(count, 1), 0.0)
+
+    def update(average: jax.Array, value: jax.Array) -> jax.Array:
+        return average + weight.astype(average.dtype) * (value - average)
+
+    return {**moments, "count": count,
+            "mean": jax.tree.map(update, moments["mean"], params),
+            "sq_mean": jax.tree.map(lambda a, p: update(a, p * p), moments["sq_mean"], params)}
 
 
 @functools.partial(jax.jit, static_argnames=("loss_fn", "optimizer", "batch_size", "members"))
@@ -233,7 +271,8 @@ def _run_epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, key
 def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
           optimizer: Optimizer | optax.GradientTransformation, n_epochs: int,
           batch_size: int | None, key: jax.Array, n_members: int | None = None,
-          member_rows: Any = None, label: str = "train: epochs") -> tuple[Any, Any, dict]:
+          member_rows: Any = None, label: str = "train: epochs",
+          moments_every: int | None = None) -> tuple[Any, Any, dict]:
     """Train one model or ``n_members`` vmapped members (see the module docstring)."""
     n_epochs = int(n_epochs)
     if n_epochs < 1:
@@ -271,7 +310,16 @@ def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
     if isinstance(optimizer, Optimizer):
         opt_state = with_hyperparams(opt_state, optimizer.hyperparams)
 
-    carry = (params, state, opt_state)
+    moments: dict = {}
+    if moments_every is not None:
+        if int(moments_every) < 1:
+            raise ValueError(f"moments_every must be >= 1, got {moments_every!r}")
+        lead = (int(n_members),) if members else ()
+        zeros = jax.tree.map(jnp.zeros_like, params)
+        moments = {"count": jnp.zeros(lead, jnp.int32),
+                   "every": jnp.full(lead, int(moments_every), jnp.int32),
+                   "mean": zeros, "sq_mean": zeros}
+    carry = ((params, state, opt_state), moments)
     chunk = min(CHUNK_EPOCHS, max(1, math.ceil(n_epochs / 10)))
     history = []
     t0 = time.perf_counter()
@@ -287,7 +335,9 @@ def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
             history.append(losses)
             progress.advance(stop - start, message=f"loss {float(np.mean(losses[..., -1])):.4g}")
             start = stop
-    params, state, _ = carry
+    (params, state, _), moments = carry
     jax.block_until_ready(params)
-    return params, state, {"loss": np.concatenate(history, axis=-1),
-                           "seconds": time.perf_counter() - t0}
+    out = {"loss": np.concatenate(history, axis=-1), "seconds": time.perf_counter() - t0}
+    if moments:
+        out["moments"] = {k: moments[k] for k in ("count", "mean", "sq_mean")}
+    return params, state, out
