@@ -75,7 +75,8 @@ CORNERS: dict[str, tuple[dict, dict, float]] = {
 #: longest, smallest batches), measured at a tenth of the epochs (each epoch costs the same),
 #: after one compiling run.
 _NN_CORNER = {"width": 64, "n_blocks": 4, "n_epochs": 200, "batch_size": 64}
-for _name in ("nn_ens", "nn_bag", "nn_drop", "nn_edl", "nn_deup"):
+for _name in ("nn_ens", "nn_bag", "nn_drop", "nn_edl", "nn_deup", "nn_lap", "nn_lap_sn",
+              "nn_fsp", "nn_fsp_sn", "nn_swag"):
     _extra = {"nn_bag": {"sample_fraction": 0.95}, "nn_drop": {"dropout": 0.35}}.get(_name, {})
     CORNERS[_name] = ({**_NN_CORNER, **_extra}, {**_NN_CORNER, **_extra, "n_epochs": 20},
                       200 / 20)

@@ -35,8 +35,8 @@ def test_demo_end_to_end_within_budget(tmp_path):
     assert "d/N = 6/53,940" in outputs.stdout and "d/N = 4/22,272" in outputs.stdout
     assert "(32 of 32 present)" in outputs.stdout  # 24 GP + 4 HBART + 4 BNN
     # every implemented method is scored on every instance of its conditions (the tree
-    # ensembles on the 10 of method_grid, NN-Bag, NN-EDL and NN-DEUP on 6), the reference rows
-    # on all 32; no fit failed
+    # ensembles on the 10 of method_grid, six network methods on 6), the reference rows on all
+    # 32; no fit failed
     scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
     eu = scores[scores["target"] == "eu_posterior_excess_risk"].set_index("method")
     from postrisk.grid import fits_method, implemented_conditions, implemented_methods, load_config

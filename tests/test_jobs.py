@@ -87,8 +87,8 @@ def test_rules_of_different_output_shapes_are_named_apart(demo):
     assert fit[0].inputs is None  # a condition's seeds depend on its cell
     # the tree ensembles and three network methods cover parts of the grid (method_grid): a
     # rule for each shape
-    assert [r.name for r in fit] == ["fit_blr_and_6_more", "fit_catboost_kgb_and_3_more",
-                                     "fit_nn_bag_and_2_more"]
+    assert [r.name for r in fit] == ["fit_blr_and_8_more", "fit_catboost_kgb_and_3_more",
+                                     "fit_nn_bag_and_5_more"]
     assert fit[0].keys == ("method",)
     assert len(fit[1].outputs["fit"]) == 10 and len(fit[2].outputs["fit"]) == 6
     assert len(fit[0].outputs["fit"]) == len(fit[0].outputs["tuning_result"]) == 32

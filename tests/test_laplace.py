@@ -59,6 +59,14 @@ def test_draws_have_the_posterior_mean_and_covariance():
 def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="> 0"):
         last_layer_precision(np.ones((3, 2)), np.zeros(3), 1.0)
+    with pytest.raises(ValueError, match="> 0"):
+        last_layer_precision(np.ones((3, 2)), np.ones(3), 0.0)
+    with pytest.raises(ValueError, match="shape"):
+        last_layer_precision(np.ones((3, 2)), np.ones(3), np.eye(3))
+    # a matrix prior is added as it is
+    prior = np.array([[2.0, 0.5], [0.5, 1.0]])
+    np.testing.assert_allclose(last_layer_precision(np.ones((3, 2)), np.ones(3), prior),
+                               prior + 3.0)
     with pytest.raises(ValueError, match="features"):
         last_layer_precision(np.ones((3, 2)), np.ones(4), 1.0)
 

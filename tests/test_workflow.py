@@ -108,9 +108,9 @@ def test_dry_run_of_the_demo_preset_plans_its_grouped_jobs(tmp_path):
     demo = load_config(REPO / "config.yaml", REPO / "presets/demo.yaml")
     # the methods on every condition, and the tree ensembles and three network methods on
     # parts of the grid (method_grid): one rule per shape
-    fits = ("fit_blr_and_6_more", "fit_catboost_kgb_and_3_more", "fit_nn_bag_and_2_more")
-    assert sum(counts[rule] for rule in fits) == len(implemented_methods(demo))
-    assert counts[fits[1]] + counts[fits[2]] == len(demo["method_grid"]) == 7
+    fits = ("fit_blr_and_8_more", "fit_catboost_kgb_and_3_more", "fit_nn_bag_and_5_more")
+    assert sum(counts[rule] for rule in fits) == len(implemented_methods(demo)) == 19
+    assert counts[fits[1]] + counts[fits[2]] == len(demo["method_grid"]) == 10
     assert counts["sample_gp"] == counts["posterior_exact"] == len(demo["datasets"])
     assert counts["sample_bnn_hbart"] == counts["posterior_mcmc"] == 2
     assert "results/tasks/concrete/bnn/bump/ood/0.zarr" in run.stdout
@@ -170,7 +170,8 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert table3["prior"].tolist() == ["gp"] and table3["scale"].iloc[0] == "smoke"
     scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
     assert {"blr", "oracle", "distance", "constant_au", "nn_ens", "nn_bag", "nn_drop",
-            "nn_edl", "nn_deup"} <= set(scores["method"])
+            "nn_edl", "nn_deup", "nn_lap", "nn_lap_sn", "nn_fsp", "nn_fsp_sn",
+            "nn_swag"} <= set(scores["method"])
     assert (scores.loc[scores["method"].str.startswith("nn_"), "failed_fits"] == 0).all()
     oracle = scores[(scores["method"] == "oracle")
                     & (scores["target"] == "eu_posterior_excess_risk")]

@@ -42,32 +42,34 @@ def with_bias(h: np.ndarray) -> np.ndarray:
     return np.concatenate([h, np.ones((h.shape[0], 1))], axis=1)
 
 
-class NeuralLaplace(NeuralNetworkMethod):
-    """A MAP network with a last-layer Laplace posterior (module docstring). Fitted attributes:
-    ``standardizer_``, ``spec_``, ``params_``, ``state_``, ``history_``, ``laplace_`` (the
-    last-layer posterior), ``w_map_`` (the mean head's weights and bias)."""
+class LastLayerLaplaceMethod(NeuralNetworkMethod):
+    """A MAP network with a last-layer Laplace posterior (module docstring): subclasses say how
+    the MAP is trained (:meth:`_fit_map`) and what the last layer's prior precision is
+    (:meth:`_prior_precision`). Fitted attributes: ``standardizer_``, ``spec_``, ``params_``,
+    ``state_``, ``history_``, ``laplace_`` (the last-layer posterior), ``w_map_`` (the mean
+    head's weights and bias)."""
 
-    name: ClassVar[str] = "nn_lap"
-    display_name: ClassVar[str] = "NN-Lap"
-    own_defaults: ClassVar[dict[str, Any]] = {"prior_precision": 1.0, "n_samples": 256}
-    own_search_space: ClassVar[dict[str, tuple]] = {
-        "prior_precision": ("float", 1e-2, 1e2, "log")}
+    own_defaults: ClassVar[dict[str, Any]] = {"n_samples": 256}
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> NeuralLaplace:
+    def fit(self, x: np.ndarray, y: np.ndarray) -> LastLayerLaplaceMethod:
         positive_int(self.n_samples, "n_samples")
-        if not float(self.prior_precision) > 0:
-            raise ValueError(f"prior_precision must be > 0, got {self.prior_precision!r}")
-        self._fit_gaussian(x, y)
+        self._fit_map(x, y)
         x_std = self.standardizer_.inputs(np.asarray(x, dtype=np.float64))
         h, raw = predict_features(self.spec_, self.params_, self.state_, x_std)
         _, var = gaussian_members(self.spec_, raw[None])
         noise_var = np.clip(var[0], *self.variance_bounds())
         self.laplace_ = LastLayerPosterior.from_features(with_bias(h), noise_var,
-                                                         float(self.prior_precision))
+                                                         self._prior_precision(x_std))
         out = self.params_["out"]
         self.w_map_ = np.append(np.asarray(out["w"], dtype=np.float64)[:, 0],
                                 float(np.asarray(out["b"])[0]))
         return self
+
+    def _fit_map(self, x: np.ndarray, y: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _prior_precision(self, x_std: np.ndarray) -> Any:
+        raise NotImplementedError
 
     def predict(self, x: np.ndarray) -> Prediction:
         h, raw = predict_features(self.spec_, self.params_, self.state_, self._inputs(x))
@@ -78,6 +80,26 @@ class NeuralLaplace(NeuralNetworkMethod):
         prediction = reduce_members(means, np.broadcast_to(var, means.shape),
                                     variance_bounds=self.variance_bounds())
         return self.standardizer_.prediction_to_target(prediction)
+
+
+class NeuralLaplace(LastLayerLaplaceMethod):
+    """NN-Lap: the shared Gaussian objective, then the Laplace posterior with prior τI."""
+
+    name: ClassVar[str] = "nn_lap"
+    display_name: ClassVar[str] = "NN-Lap"
+    own_defaults: ClassVar[dict[str, Any]] = {"prior_precision": 1.0}
+    own_search_space: ClassVar[dict[str, tuple]] = {
+        "prior_precision": ("float", 1e-2, 1e2, "log")}
+
+    def _fit_map(self, x: np.ndarray, y: np.ndarray) -> None:
+        """Train the MAP network (the shared Gaussian objective)."""
+        if not float(self.prior_precision) > 0:
+            raise ValueError(f"prior_precision must be > 0, got {self.prior_precision!r}")
+        self._fit_gaussian(x, y)
+
+    def _prior_precision(self, x_std: np.ndarray) -> Any:
+        """The last layer's prior precision: τI (a number)."""
+        return float(self.prior_precision)
 
 
 class SpectralNeuralLaplace(NeuralLaplace):

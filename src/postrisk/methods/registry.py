@@ -38,6 +38,8 @@ METHOD_ENTRIES: dict[str, Entry] = {
     "nn_deup": Entry("postrisk.methods.nn_deup:NeuralDEUP"),
     "nn_lap": Entry("postrisk.methods.nn_laplace:NeuralLaplace"),
     "nn_lap_sn": Entry("postrisk.methods.nn_laplace:SpectralNeuralLaplace"),
+    "nn_fsp": Entry("postrisk.methods.nn_fsp:NeuralFSP"),
+    "nn_fsp_sn": Entry("postrisk.methods.nn_fsp:SpectralNeuralFSP"),
     "nn_swag": Entry("postrisk.methods.nn_swag:NeuralSWAG"),
 }
 

@@ -26,19 +26,28 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 
-def last_layer_precision(phi: Any, noise_var: Any, prior_precision: float) -> np.ndarray:
-    """Λ = τI + Σᵢ φᵢφᵢᵀ/vᵢ (float64, (D, D)) from features ``phi`` (n, D), noise variances
-    ``noise_var`` (n,) > 0 and the prior precision τ = ``prior_precision`` > 0."""
+def last_layer_precision(phi: Any, noise_var: Any, prior_precision: Any) -> np.ndarray:
+    """Λ = P + Σᵢ φᵢφᵢᵀ/vᵢ (float64, (D, D)) from features ``phi`` (n, D), noise variances
+    ``noise_var`` (n,) > 0 and the prior precision P: a number τ > 0 (P = τI, an isotropic
+    weight-space prior) or a (D, D) matrix (e.g. a function-space prior's ΦᵀK⁻¹Φ)."""
     phi = np.asarray(phi, dtype=np.float64)
     noise_var = np.asarray(noise_var, dtype=np.float64)
     if phi.ndim != 2 or noise_var.shape != (phi.shape[0],):
         raise ValueError(f"need features (n, D) and variances (n,), got {phi.shape} and "
                          f"{noise_var.shape}")
-    if not float(prior_precision) > 0 or np.any(noise_var <= 0):
-        raise ValueError("the prior precision and the noise variances must be > 0")
+    if np.any(noise_var <= 0):
+        raise ValueError("the noise variances must be > 0")
     precision = phi.T @ (phi / noise_var[:, None])
-    precision[np.diag_indices_from(precision)] += float(prior_precision)
-    return precision
+    if np.ndim(prior_precision) == 0:
+        if not float(prior_precision) > 0:
+            raise ValueError(f"the prior precision must be > 0, got {prior_precision!r}")
+        precision[np.diag_indices_from(precision)] += float(prior_precision)
+        return precision
+    prior = np.asarray(prior_precision, dtype=np.float64)
+    if prior.shape != precision.shape:
+        raise ValueError(f"a prior precision matrix must have shape {precision.shape}, got "
+                         f"{prior.shape}")
+    return precision + prior
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,7 @@ class LastLayerPosterior:
 
     @classmethod
     def from_features(cls, phi: Any, noise_var: Any,
-                      prior_precision: float) -> LastLayerPosterior:
+                      prior_precision: Any) -> LastLayerPosterior:
         """The posterior of :func:`last_layer_precision`'s Λ."""
         return cls(np.linalg.cholesky(last_layer_precision(phi, noise_var, prior_precision)))
 
