@@ -23,6 +23,7 @@ spectral normalisation).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
@@ -65,11 +66,14 @@ class LastLayerLaplaceMethod(NeuralNetworkMethod):
                                 float(np.asarray(out["b"])[0]))
         return self
 
+    @abstractmethod
     def _fit_map(self, x: np.ndarray, y: np.ndarray) -> None:
-        raise NotImplementedError
+        """Standardise the data and train the MAP network (sets ``standardizer_``, ``spec_``,
+        ``params_``, ``state_``, ``history_``)."""
 
+    @abstractmethod
     def _prior_precision(self, x_std: np.ndarray) -> Any:
-        raise NotImplementedError
+        """The last layer's prior precision: a number τ (τI) or a (D, D) matrix."""
 
     def predict(self, x: np.ndarray) -> Prediction:
         h, raw = predict_features(self.spec_, self.params_, self.state_, self._inputs(x))
