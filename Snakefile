@@ -14,6 +14,7 @@ include: "rules/covariates.smk"
 include: "rules/tasks.smk"
 include: "rules/checks.smk"
 include: "rules/methods.smk"
+include: "rules/disentanglement.smk"
 
 
 rule all:

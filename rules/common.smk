@@ -156,6 +156,24 @@ def all_score_tables(wildcards=None):
     return [c.path("scores") for c in CONDITIONS]
 
 
+def evaluation_tables():
+    """The evaluation tables the aggregation writes beside the mean-ρ table."""
+    return [path("evaluation_table", name=n) for n in grid.EVALUATION_TABLES]
+
+
+def all_disentanglement_runs(wildcards=None):
+    """One Disentanglement Error experiment per configured (condition, seed, method)."""
+    return [c.path("disentanglement", seed=s, method=m)
+            for c, s, m in grid.disentanglement_units(config)]
+
+
+def disentanglement_inputs(wildcards):
+    """The instance's task store and the condition's fit store (its configuration)."""
+    condition = condition_of(wildcards)
+    return {"task": condition.path("task", seed=wildcards.seed),
+            "fit": condition.path("fit", method=wildcards.method)}
+
+
 def scaling_reference_input(wildcards):
     """Red Wine is scaled with White Wine's constants: its store is an input."""
     ref = dataset_registry()[wildcards.dataset].scaling_reference

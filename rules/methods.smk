@@ -62,12 +62,17 @@ rule aggregate_scores:
     input:
         scores=all_score_tables,
         instances=path("instances"),
+        disentanglement=all_disentanglement_runs,
     output:
         table=path("score_table"),
         sensitivity=path("score_table_rhat101"),
         figure=path("score_figure"),
+        tables=evaluation_tables(),
+        long=path("metrics_long"),
+        page=path("tables_page"),
     params:
         scale=config["scale"],
+        correlation=config["disentanglement"]["correlation"],
     log:
         "results/logs/aggregate_scores.log",
     benchmark:

@@ -44,13 +44,23 @@ def test_demo_end_to_end_within_budget(tmp_path):
     demo = load_config(REPO / "config.yaml", REPO / "presets/demo.yaml")
     methods = implemented_methods(demo)
     assert methods
-    assert set(methods + ["oracle", "distance", "constant_au"]) <= set(eu.index)
+    references = ["oracle", "mahalanobis", "knn10", "constant_au"]
+    assert set(methods + references) <= set(eu.index)
     conds = implemented_conditions(demo)
     expected = {m: sum(fits_method(demo, m, c) for c in conds) for m in methods}
     assert expected["gp"] == 32 and expected["catboost_kgb"] == 10
     assert eu.loc[methods, "n_instances"].to_dict() == expected
-    assert (eu.loc[["oracle", "distance", "constant_au"], "n_instances"] == 32).all()
+    assert (eu.loc[references, "n_instances"] == 32).all()
     assert (eu.loc[methods, "failed_fits"] == 0).all()
+    # every evaluation table, marked demo scale; the Disentanglement Error of BLR
+    from postrisk.grid import EVALUATION_TABLES
+
+    for name in EVALUATION_TABLES:
+        table = pd.read_csv(tmp_path / f"results/tables/{name}.csv")
+        assert len(table) and (table["scale"] == "demo").all(), name
+    w = pd.read_csv(tmp_path / "results/tables/table7.csv")
+    assert w["paper_w_ranks"].notna().all() and w["w_ranks"].notna().all()
+    assert "demo scale" in (tmp_path / "results/tables/tables.md").read_text()
     # the one sweep ran its 6 trials; every other condition records its fixed configuration
     tuning = tmp_path / "results/tuning"
     swept = json.loads((tuning / "concrete/gp/smooth_monotone/balanced/sngp_het.json").read_text())

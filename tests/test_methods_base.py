@@ -6,7 +6,7 @@ import pytest
 
 from postrisk.evaluation.reference_rows import (
     constant_au_prediction,
-    distance_prediction,
+    knn_prediction,
     oracle_prediction,
     reference_prediction,
 )
@@ -24,7 +24,7 @@ from postrisk.methods import (
     run_fit,
 )
 from postrisk.methods.interface import validate_search_space
-from postrisk.methods.registry import METHOD_ENTRIES, METHOD_NAMES
+from postrisk.methods.registry import DISPLAY_NAMES, METHOD_ENTRIES, METHOD_GROUPS, METHOD_NAMES
 
 
 # -- throwaway methods ---------------------------------------------------------------------
@@ -131,6 +131,10 @@ def test_registry():
     assert isinstance(m, BayesianLinearRegression) and m.tol == 1e-6 and m.random_state == 4
     for key, cls in METHODS.items():
         assert cls.name == key and cls.name in METHOD_NAMES and cls.display_name
+        assert DISPLAY_NAMES[key] == cls.display_name  # the tables' copy agrees
+    assert list(DISPLAY_NAMES) == list(METHOD_NAMES)
+    grouped = [m for _, members in METHOD_GROUPS.values() for m in members]
+    assert sorted(grouped) == sorted(METHOD_NAMES)  # every method in exactly one group
 
 
 # -- run_fit -------------------------------------------------------------------------------
@@ -246,25 +250,25 @@ def test_distance_eu_grows_away_from_the_training_inputs():
     centre = x_train.mean(axis=0)
     direction = np.array([1.0, 100.0])
     x_eval = np.array([centre + t * direction for t in (0.0, 2.0, 5.0, 20.0)])
-    p = distance_prediction(x_train, y_train, x_eval)
+    p = knn_prediction(x_train, y_train, x_eval)
     assert np.all(np.diff(p.epistemic_var) > 0)
     assert p.epistemic_var[-1] > 5 * p.epistemic_var[0]
     np.testing.assert_allclose(p.aleatoric_var, np.var(y_train))
     # the mean is the mean target of the 10 nearest neighbours: far out, the extreme ones
     assert p.mean[-1] == pytest.approx(np.sort(y_train)[-10:].mean(), abs=0.5)
     # scale invariance: rescaling a feature does not change the distances
-    p2 = distance_prediction(x_train * [1.0, 1e-3], y_train, x_eval * [1.0, 1e-3])
+    p2 = knn_prediction(x_train * [1.0, 1e-3], y_train, x_eval * [1.0, 1e-3])
     np.testing.assert_allclose(p2.epistemic_var, p.epistemic_var, rtol=1e-9)
     # a training point itself has the smallest EU; k is capped at n_train
-    p3 = distance_prediction(x_train[:5], y_train[:5], x_train[:1], k=10)
+    p3 = knn_prediction(x_train[:5], y_train[:5], x_train[:1], k=10)
     assert p3.mean[0] == pytest.approx(y_train[:5].mean())
 
 
 def test_distance_handles_constant_and_single_features():
     x_train = np.column_stack([np.linspace(0, 1, 20), np.full(20, 0.5)])
-    p = distance_prediction(x_train, np.arange(20.0), np.array([[0.5, 0.5], [3.0, 0.5]]))
+    p = knn_prediction(x_train, np.arange(20.0), np.array([[0.5, 0.5], [3.0, 0.5]]))
     assert np.isfinite(p.epistemic_var).all() and p.epistemic_var[1] > p.epistemic_var[0]
-    p1 = distance_prediction(np.linspace(0, 1, 20)[:, None], np.arange(20.0), [[0.5], [2.0]])
+    p1 = knn_prediction(np.linspace(0, 1, 20)[:, None], np.arange(20.0), [[0.5], [2.0]])
     assert p1.epistemic_var[1] > p1.epistemic_var[0]
 
 
@@ -274,5 +278,5 @@ def test_constant_au_row():
     np.testing.assert_array_equal(p.mean, 3.0)
     np.testing.assert_array_equal(p.aleatoric_var, 3.5)
     np.testing.assert_array_equal(p.epistemic_var, 0.0)
-    with pytest.raises(KeyError, match="allowed: oracle, distance, constant_au"):
+    with pytest.raises(KeyError, match="allowed: oracle, mahalanobis, knn10, constant_au"):
         reference_prediction("nearest", x_train=None, y_train=None, x_eval=None)

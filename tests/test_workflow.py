@@ -4,6 +4,7 @@ import json
 import re
 import socket
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -169,13 +170,27 @@ def test_smoke_preset_end_to_end(tmp_path):
     table3 = pd.read_csv(tmp_path / "results/checks/table3.csv")
     assert table3["prior"].tolist() == ["gp"] and table3["scale"].iloc[0] == "smoke"
     scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
-    assert {"blr", "oracle", "distance", "constant_au", "nn_ens", "nn_bag", "nn_drop",
+    assert {"blr", "oracle", "mahalanobis", "knn10", "constant_au", "nn_ens", "nn_bag", "nn_drop",
             "nn_edl", "nn_deup", "nn_lap", "nn_lap_sn", "nn_fsp", "nn_fsp_sn",
             "nn_swag"} <= set(scores["method"])
     assert (scores.loc[scores["method"].str.startswith("nn_"), "failed_fits"] == 0).all()
     oracle = scores[(scores["method"] == "oracle")
                     & (scores["target"] == "eu_posterior_excess_risk")]
     assert oracle["mean"].iloc[0] == pytest.approx(1.0)  # EU = σ²_f exactly when â = m_S
+    # every evaluation table, the long table and the page of them all
+    from postrisk.grid import EVALUATION_TABLES
+
+    tables = tmp_path / "results/tables"
+    for name in EVALUATION_TABLES:
+        assert (tables / f"{name}.csv").exists(), name
+    assert "smoke scale — not comparable to the paper" in (tables / "tables.md").read_text()
+    long = pd.read_csv(tables / "metrics_long.csv")
+    assert {"ok", "not applicable"} <= set(long["status"])
+    assert {"pareto_gap_posterior_excess_risk", "crps", "eu_auroc_outer"} <= set(long["metric"])
+    # the Disentanglement Error experiment ran BLR's 90 refits on the one (GP) instance
+    de = pd.read_csv(tables / "disentanglement.csv")
+    assert de["method"].tolist() == ["blr"] and de["status"].iloc[0] == "ok"
+    assert de["n_fits"].iloc[0] == 90 and np.isfinite(de[["de", "de_true"]].to_numpy()).all()
     for png in ("rank_histograms.png", "scores.png"):
         assert (tmp_path / "results/figures" / png).stat().st_size > 1000
     # BLR was tuned (4 trials in the smoke preset) and every seed used the sweep's winner.

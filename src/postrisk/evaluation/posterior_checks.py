@@ -17,17 +17,26 @@ import pandas as pd
 from postrisk.tasks.diagnostics import rank_bin_probabilities, rank_bins
 
 #: Table 3 of the paper, per family (printed beside ours).
-PAPER_TABLE3 = {
-    "gp": {"coverage90_pooled": 0.899, "coverage90_ci": "0.898–0.901",
-           "coverage90_range_over_cells": "0.880–0.932", "mcse_var_pct_median": 4.4,
-           "mcse_var_pct_p95": 5.7, "corr_mean_ftrue_median": 0.94},
-    "hbart": {"coverage90_pooled": 0.902, "coverage90_ci": "0.901–0.903",
-              "coverage90_range_over_cells": "0.881–0.921", "mcse_var_pct_median": 5.6,
-              "mcse_var_pct_p95": 8.6, "corr_mean_ftrue_median": 0.98},
-    "bnn": {"coverage90_pooled": 0.901, "coverage90_ci": "0.898–0.905",
-            "coverage90_range_over_cells": "0.838–0.957", "mcse_var_pct_median": 4.7,
-            "mcse_var_pct_p95": 6.1, "corr_mean_ftrue_median": 1.0},
-}
+#: Table 3's families as the paper names them.
+PAPER_FAMILY = {"gp": "GP", "hbart": "HBART", "bnn": "BNN"}
+
+
+def paper_table3(prior: str) -> dict[str, object]:
+    """The paper's Table 3 entries of one family (empty for a family it does not report)."""
+    from postrisk.evaluation.paper import paper_text, paper_value
+
+    fam = PAPER_FAMILY.get(prior)
+    if fam is None:
+        return {}
+    lo = paper_value("table3", "coverage90_pooled", fam, "ci_low")
+    hi = paper_value("table3", "coverage90_pooled", fam, "ci_high")
+    cells = paper_text("table3", "coverage90_range_over_cells", fam, "range")
+    return {"coverage90_pooled": paper_value("table3", "coverage90_pooled", fam, "mean"),
+            "coverage90_ci": f"{lo:.3f}–{hi:.3f}",
+            "coverage90_range_over_cells": cells.replace("-", "–") if cells else None,
+            "mcse_var_pct_median": paper_value("table3", "mcse_var_pct", fam, "median"),
+            "mcse_var_pct_p95": paper_value("table3", "mcse_var_pct", fam, "p95"),
+            "corr_mean_ftrue_median": paper_value("table3", "corr_mean_ftrue", fam, "median")}
 
 
 def bootstrap_pooled_share(hits: np.ndarray, totals: np.ndarray, rng: np.random.Generator,
@@ -104,7 +113,7 @@ def table3(instances: pd.DataFrame, points: dict[str, dict[str, np.ndarray]],
         cells = group.groupby(["dataset", "noise", "coverage"])
         cell_cov = cells["covered90"].sum() / cells["n_eval"].sum()
         mcse = points[prior]["mcse_var"]
-        paper = PAPER_TABLE3.get(prior, {})
+        paper = paper_table3(prior)
         rows.append({
             "prior": prior, "instances": len(group), "points": int(group["n_eval"].sum()),
             "coverage90_pooled": round(pooled, 4),

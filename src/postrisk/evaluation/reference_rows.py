@@ -3,13 +3,17 @@ not fitted methods.
 
 * ``oracle`` — mean = posterior mean m_S, EU = true posterior variance σ²_f, AU = true noise
   variance σ²_ε: the best any method could report.
-* ``distance`` — EU = how far an evaluation input lies from the training inputs (mean distance to
-  the k = 10 nearest training inputs in shrinkage-whitened coordinates); mean = the k neighbours'
-  mean target (a kNN regressor); AU = Var(y_train) (constant).
+* ``mahalanobis`` — EU = the Mahalanobis distance of an evaluation input from the training
+  inputs' mean under their shrunk covariance (the distance that defines the coverage shells,
+  fitted on the training inputs); mean = the kNN regressor below; AU = Var(y_train) (constant).
+* ``knn10`` — EU = the mean distance to the k = 10 nearest training inputs in shrinkage-whitened
+  coordinates; mean = the k neighbours' mean target (a kNN regressor); AU = Var(y_train).
 * ``constant_au`` — mean = mean(y_train), AU = Var(y_train) (constant), EU = 0 (constant): rank
   metrics of its AU and EU are "not applicable".
 
-The distance EU is a distance, not a variance in target units: it is meant for the rank metrics.
+The paper reports the two distance rows separately; both share the kNN mean, so their EU targets
+are equal and the rows differ only in the distance. A distance EU is not a variance in target
+units: it is meant for the rank metrics (:data:`DISTANCE_ROWS`: no predictive scores).
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from postrisk.core.arrays import as_matrix, as_vector
+from postrisk.covariates.pools import SHELL_SHRINKAGE, fit_shells
 from postrisk.methods.interface import Prediction
 
-REFERENCE_ROWS = ("oracle", "distance", "constant_au")
+REFERENCE_ROWS = ("oracle", "mahalanobis", "knn10", "constant_au")
+#: Rows whose EU is a distance, not a variance: predictive scores (NLL, CRPS, …) do not apply.
+DISTANCE_ROWS = ("mahalanobis", "knn10")
 
-#: Shrinkage of the training covariance towards a scaled identity (as for the coverage shells).
-SHRINKAGE = 0.1
+#: Shrinkage of the training covariance towards a scaled identity: the coverage shells' own.
+SHRINKAGE = SHELL_SHRINKAGE
 N_NEIGHBOURS = 10
 
 
@@ -63,8 +70,8 @@ def whitening(x_train: np.ndarray, shrinkage: float = SHRINKAGE) -> tuple[np.nda
     return centre, np.diag(1.0 / sd) @ inv_sqrt
 
 
-def distance_prediction(x_train, y_train, x_eval, k: int = N_NEIGHBOURS) -> Prediction:
-    """kNN reference row.
+def knn_prediction(x_train, y_train, x_eval, k: int = N_NEIGHBOURS) -> Prediction:
+    """kNN reference row (``knn10``).
 
     EU(x) = (1/k) Σ_{j ∈ N_k(x)} ‖z(x) − z(x_j)‖ with z the shrinkage-whitened coordinates of
     :func:`whitening` and N_k(x) the k nearest training inputs (k capped at n_train);
@@ -89,6 +96,19 @@ def distance_prediction(x_train, y_train, x_eval, k: int = N_NEIGHBOURS) -> Pred
                       epistemic_var=dist.mean(axis=1))
 
 
+def mahalanobis_prediction(x_train, y_train, x_eval, k: int = N_NEIGHBOURS) -> Prediction:
+    """Mahalanobis reference row: EU(x) = √((z(x) − z̄)ᵀ C_λ⁻¹ (z(x) − z̄)) with z the inputs
+    z-scored by the training mean and SD, z̄ = 0 their training mean and C_λ the training
+    covariance of z shrunk towards (tr C/d)·I with λ = :data:`SHRINKAGE` — the distance of the
+    coverage shells, fitted on the training inputs; mean and AU as :func:`knn_prediction`."""
+    knn = knn_prediction(x_train, y_train, x_eval, k)
+    x_tr = as_matrix("x_train", x_train)
+    if x_tr.shape[0] < 2:
+        raise ValueError("the Mahalanobis row needs at least 2 training inputs")
+    distance = fit_shells(x_tr, shrinkage=SHRINKAGE).distance(as_matrix("x_eval", x_eval))
+    return Prediction(mean=knn.mean, aleatoric_var=knn.aleatoric_var, epistemic_var=distance)
+
+
 def constant_au_prediction(x_train, y_train, x_eval) -> Prediction:
     """mean = mean(y_train), AU = Var(y_train) (population variance), EU = 0; all constant."""
     as_matrix("x_train", x_train)
@@ -105,8 +125,10 @@ def reference_prediction(row: str, *, x_train, y_train, x_eval, posterior_mean=N
         if posterior_mean is None or posterior_var is None or noise_var_eval is None:
             raise ValueError("the oracle row needs posterior_mean, posterior_var, noise_var_eval")
         return oracle_prediction(posterior_mean, posterior_var, noise_var_eval)
-    if row == "distance":
-        return distance_prediction(x_train, y_train, x_eval)
+    if row == "mahalanobis":
+        return mahalanobis_prediction(x_train, y_train, x_eval)
+    if row == "knn10":
+        return knn_prediction(x_train, y_train, x_eval)
     if row == "constant_au":
         return constant_au_prediction(x_train, y_train, x_eval)
     raise KeyError(f"unknown reference row {row!r}; allowed: {', '.join(REFERENCE_ROWS)}")

@@ -5,39 +5,172 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from postrisk.evaluation.metrics import EU_TARGETS, mean_applicable, score_instance, spearman
+from postrisk.evaluation.metrics import (
+    EU_TARGETS,
+    auroc,
+    score_instance,
+    spearman,
+)
+from postrisk.evaluation.predictive import (
+    expected_gaussian_crps,
+    expected_gaussian_nll,
+    interval_coverage,
+    interval_width,
+    rmse,
+)
 from postrisk.evaluation.reference_rows import (
+    DISTANCE_ROWS,
     REFERENCE_ROWS,
     constant_au_prediction,
-    distance_prediction,
+    knn_prediction,
+    mahalanobis_prediction,
     oracle_prediction,
 )
+from postrisk.evaluation.selective import aurc, aurec, pareto_gap
+from postrisk.evaluation.tables import mean_table
 from postrisk.methods.interface import Prediction
 from postrisk.methods.records import FitRecord
 from postrisk.tasks.task import Task
 
-SCORE_COLUMNS = ([f"spearman_eu_{t}" for t in EU_TARGETS] + ["spearman_au"]
-                 + [f"delta_ent_{t}" for t in EU_TARGETS] + ["rho_eu_au_hat"]
-                 + [f"rho_eu_au_true_{t}" for t in EU_TARGETS])
+#: The EU targets of the risk–regret–coverage metrics (E* in A* + E*): the two excess risks.
+SELECTIVE_TARGETS = ("posterior_excess_risk", "pointwise_excess_risk")
+#: The outermost coverage shell (shells 0 … 4, innermost first) against the rest.
+OUTER_SHELL = 4
+INTERVAL_LEVEL = 0.9
+
+#: Every per-instance score column: name → (framework, better, what it is). "better" is
+#: "higher", "lower" or "zero" (Δ_ent: the truth's own coupling is the goal).
+METRICS: dict[str, tuple[str, str, str]] = {}
+for _t in EU_TARGETS:
+    METRICS[f"spearman_eu_{_t}"] = ("rank", "higher", f"Spearman ρ(ÊU, {_t})")
+METRICS["spearman_au"] = ("rank", "higher", "Spearman ρ(ÂU, σ²_ε); heteroscedastic noise only")
+for _t in EU_TARGETS:
+    METRICS[f"delta_ent_{_t}"] = ("entanglement", "zero",
+                                  f"Δ_ent = ρ(ÊU, ÂU) − ρ({_t}, σ²_ε)")
+METRICS["rho_eu_au_hat"] = ("entanglement", "zero", "ρ(ÊU, ÂU)")
+for _t in EU_TARGETS:
+    METRICS[f"rho_eu_au_true_{_t}"] = ("entanglement", "zero", f"ρ({_t}, σ²_ε) (the truth)")
+for _t in EU_TARGETS:
+    for _part in ("outer", "inner"):
+        METRICS[f"spearman_eu_{_t}_{_part}"] = ("shell", "higher",
+                                                f"Spearman ρ(ÊU, {_t}) on the {_part} points")
+for _part in ("outer", "inner"):
+    METRICS[f"spearman_au_{_part}"] = ("shell", "higher", f"Spearman ρ(ÂU, σ²_ε), {_part}")
+METRICS["eu_auroc_outer"] = ("shell", "higher", "AUROC of ÊU, outermost shell vs the rest")
+METRICS.update({
+    "rmse": ("predictive", "lower", "RMSE of the mean against f*"),
+    "nll": ("predictive", "lower", "expected Gaussian NLL of N(mean, ÂU + ÊU) under y | f*"),
+    "crps": ("predictive", "lower", "expected CRPS of N(mean, ÂU + ÊU) under y | f*"),
+    "coverage90": ("predictive", "target 0.9", "expected coverage of the central 90% interval"),
+    "width90": ("predictive", "lower", "width of the central 90% interval"),
+})
+for _t in SELECTIVE_TARGETS:
+    for _suffix, _what in (("", "AuReC ranking by ÊU"), ("_oracle", "AuReC of the oracle"),
+                           ("_random", "AuReC of a random selector"),
+                           ("_excess", "AuReC − oracle"),
+                           ("_normalised", "(AuReC − oracle)/(random − oracle)")):
+        METRICS[f"aurec_{_t}{_suffix}"] = ("risk-regret", "lower", f"{_what}; E* = {_t}")
+    for _rank in ("eu", "total"):
+        METRICS[f"aurc_{_rank}_{_t}"] = (
+            "risk-regret", "lower",
+            f"AuRC ranking by {'ÊU' if _rank == 'eu' else 'ÂU + ÊU'}; risk A* + {_t}")
+        METRICS[f"aurc_{_rank}_{_t}_normalised"] = ("risk-regret", "lower",
+                                                    f"normalised AuRC ({_rank}); {_t}")
+    METRICS[f"aurc_{_t}_oracle"] = ("risk-regret", "lower", f"AuRC of the oracle; {_t}")
+    METRICS[f"pareto_gap_{_t}"] = ("risk-regret", "lower", f"Pareto gap (IGD+); E* = {_t}")
+    METRICS[f"pareto_gap_{_t}_normalised"] = ("risk-regret", "lower",
+                                              f"Pareto gap on normalised axes; E* = {_t}")
+
+SCORE_COLUMNS = list(METRICS)
 
 
-def score_prediction(task: Task, prediction: Prediction) -> dict[str, float | None]:
-    """Every score of one prediction on one task instance: Spearman per EU target and for AU,
-    Δ_ent per target, ρ(ÊU, ÂU) and ρ(EU*, AU*) per target (docs/design.md, "Metrics")."""
+def _none_if_nan(value) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def shell_scores(eu_hat, au_hat, targets: dict[str, np.ndarray], au_true, shells
+                 ) -> dict[str, float | None]:
+    """Spearman ρ on the outermost shell's evaluation points and on the rest, and the AUROC of
+    ÊU for telling the outermost shell from the rest (``None`` where a part is empty)."""
+    shells = np.asarray(shells)
+    outer = shells == OUTER_SHELL
+    out: dict[str, float | None] = {}
+    for part, mask in (("outer", outer), ("inner", ~outer)):
+        for name, target in targets.items():
+            out[f"spearman_eu_{name}_{part}"] = spearman(eu_hat[mask], target[mask])
+        out[f"spearman_au_{part}"] = spearman(au_hat[mask], au_true[mask])
+    out["eu_auroc_outer"] = auroc(eu_hat, outer)
+    return out
+
+
+def predictive_scores(prediction: Prediction, f_true, noise_var) -> dict[str, float | None]:
+    """Means over the evaluation points of the accuracy and calibration of N(mean, ÂU + ÊU)."""
+    var = prediction.aleatoric_var + prediction.epistemic_var
+    if not np.all(var > 0):  # a zero total variance has no Gaussian score
+        return {"rmse": rmse(prediction.mean, f_true), "nll": None, "crps": None,
+                "coverage90": None, "width90": None}
+    return {
+        "rmse": rmse(prediction.mean, f_true),
+        "nll": float(np.mean(expected_gaussian_nll(prediction.mean, var, f_true, noise_var))),
+        "crps": float(np.mean(expected_gaussian_crps(prediction.mean, var, f_true, noise_var))),
+        "coverage90": float(np.mean(interval_coverage(prediction.mean, var, f_true, noise_var,
+                                                      level=INTERVAL_LEVEL))),
+        "width90": float(np.mean(interval_width(var, level=INTERVAL_LEVEL))),
+    }
+
+
+def selective_scores(au_hat, eu_hat, au_true, eu_true: dict[str, np.ndarray]
+                     ) -> dict[str, float | None]:
+    """AuReC (ranked by ÊU), AuRC (ranked by ÊU and by ÂU + ÊU) and the Pareto gap, with
+    A* = σ²_ε and E* each of :data:`SELECTIVE_TARGETS`."""
+    out: dict[str, float | None] = {}
+    for t in SELECTIVE_TARGETS:
+        regret = eu_true[t]
+        risk = au_true + regret
+        rec = aurec(eu_hat, regret)
+        out[f"aurec_{t}"] = rec.value
+        out[f"aurec_{t}_oracle"] = rec.oracle
+        out[f"aurec_{t}_random"] = rec.random
+        out[f"aurec_{t}_excess"] = rec.excess
+        out[f"aurec_{t}_normalised"] = rec.normalised
+        for rank, score in (("eu", eu_hat), ("total", au_hat + eu_hat)):
+            rc = aurc(score, risk)
+            out[f"aurc_{rank}_{t}"] = rc.value
+            out[f"aurc_{rank}_{t}_normalised"] = rc.normalised
+            out[f"aurc_{t}_oracle"] = rc.oracle
+        gap = pareto_gap(au_hat, eu_hat, au_true, regret)
+        out[f"pareto_gap_{t}"] = gap.raw
+        out[f"pareto_gap_{t}_normalised"] = gap.normalised
+    return {k: _none_if_nan(v) for k, v in out.items()}
+
+
+def score_prediction(task: Task, prediction: Prediction, *, eu_is_variance: bool = True
+                     ) -> dict[str, float | None]:
+    """Every score of one prediction on one task instance (the columns of :data:`METRICS`;
+    ``None`` where not applicable). ``eu_is_variance=False`` (a distance EU): the predictive
+    scores, which need ÂU + ÊU to be a variance, are not applicable."""
     targets = task.eu_targets(prediction.mean)
-    scores = score_instance(prediction.epistemic_var, prediction.aleatoric_var, targets,
-                            task.noise_var_eval)
-    scores["rho_eu_au_hat"] = spearman(prediction.epistemic_var, prediction.aleatoric_var)
+    au_true = task.noise_var_eval
+    eu_hat, au_hat = prediction.epistemic_var, prediction.aleatoric_var
+    scores = score_instance(eu_hat, au_hat, targets, au_true)
+    scores["rho_eu_au_hat"] = spearman(eu_hat, au_hat)
     for name, target in targets.items():
-        scores[f"rho_eu_au_true_{name}"] = spearman(target, task.noise_var_eval)
-    return scores
+        scores[f"rho_eu_au_true_{name}"] = spearman(target, au_true)
+    scores.update(shell_scores(eu_hat, au_hat, targets, au_true, task.shell_eval))
+    if eu_is_variance:
+        scores.update(predictive_scores(prediction, task.f_true_eval, au_true))
+    else:
+        scores.update(dict.fromkeys(("rmse", "nll", "crps", "coverage90", "width90")))
+    scores.update(selective_scores(au_hat, eu_hat, au_true, targets))
+    return {k: scores.get(k) for k in SCORE_COLUMNS}
 
 
 def reference_predictions(task: Task) -> dict[str, Prediction]:
     """The reference rows of every table (docs/design.md, "Methods")."""
     return {
         "oracle": oracle_prediction(task.posterior_mean, task.posterior_var, task.noise_var_eval),
-        "distance": distance_prediction(task.x_train, task.y_train, task.x_eval),
+        "mahalanobis": mahalanobis_prediction(task.x_train, task.y_train, task.x_eval),
+        "knn10": knn_prediction(task.x_train, task.y_train, task.x_eval),
         "constant_au": constant_au_prediction(task.x_train, task.y_train, task.x_eval),
     }
 
@@ -50,7 +183,8 @@ def score_condition(tasks: dict[int, Task], fits: dict[str, list[FitRecord]],
         base = {**task.key, "heteroscedastic": task.heteroscedastic}
         for name, prediction in reference_predictions(task).items():
             rows.append({**base, "method": name, "kind": "reference", "status": "ok",
-                         "error": "", **score_prediction(task, prediction)})
+                         "error": "", **score_prediction(
+                             task, prediction, eu_is_variance=name not in DISTANCE_ROWS)})
         for method, records in fits.items():
             record = dict(zip(fit_seeds[method], records, strict=True)).get(seed)
             if record is None:
@@ -68,53 +202,32 @@ def score_condition(tasks: dict[int, Task], fits: dict[str, list[FitRecord]],
     return frame
 
 
-def _bootstrap_over_datasets(values: pd.Series, datasets: pd.Series, rng: np.random.Generator,
-                             n_boot: int = 1000) -> tuple[float, float]:
-    """Percentile CI of the mean, resampling whole datasets (docs/design.md, "Metrics")."""
-    per = values.groupby(datasets).agg(["sum", "count"])
-    if len(per) < 2:
-        return (np.nan, np.nan)
-    idx = rng.integers(len(per), size=(n_boot, len(per)))
-    sums, counts = per["sum"].to_numpy()[idx].sum(1), per["count"].to_numpy()[idx].sum(1)
-    boot = sums / counts
-    return tuple(float(q) for q in np.quantile(boot, [0.025, 0.975]))
+#: The mean-ρ table's targets: label → score column (paper Figure 2 and Tables 8–10's means).
+MEAN_RHO_TARGETS = {**{f"eu_{t}": f"spearman_eu_{t}" for t in EU_TARGETS}, "au": "spearman_au",
+                    **{f"delta_ent_{t}": f"delta_ent_{t}" for t in EU_TARGETS},
+                    "rho_eu_au_hat": "rho_eu_au_hat"}
+#: Targets averaged over the heteroscedastic noise modes only.
+HETEROSCEDASTIC_ONLY = ("au", "rho_eu_au_hat", *(f"delta_ent_{t}" for t in EU_TARGETS))
 
 
 def aggregate_scores(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    """Mean Spearman ρ per method and target over instances, with bootstrap CIs over datasets.
+    """Mean Spearman ρ per method and target over instances, with bootstrap intervals over
+    datasets ("n/a" — NaN — with fewer than three datasets).
 
     Not-applicable values (constant inputs) are left out of every mean and counted. AU metrics
-    and Δ_ent average over the heteroscedastic noise modes only. Failed fits are
-    counted per method (``failed_fits``) and left out of the means; a method whose every fit
-    failed keeps its rows, with NaN means.
+    and Δ_ent average over the heteroscedastic noise modes only. Failed fits are counted per
+    method (``failed_fits``) and left out of the means; a method whose every fit failed keeps
+    its rows, with NaN means.
     """
-    targets = {f"eu_{t}": f"spearman_eu_{t}" for t in EU_TARGETS}
-    targets["au"] = "spearman_au"
-    targets.update({f"delta_ent_{t}": f"delta_ent_{t}" for t in EU_TARGETS})
-    targets["rho_eu_au_hat"] = "rho_eu_au_hat"
-    rows = []
-    # every method appears, also one whose every fit failed (its means are then NaN)
-    for method, all_rows in scores.groupby("method", sort=False):
-        group = all_rows[all_rows["status"] == "ok"]
-        for target, column in targets.items():
-            sub = group
-            if target == "au" or target.startswith("delta_ent") or target == "rho_eu_au_hat":
-                sub = group[group["heteroscedastic"]]
-            values = [None if pd.isna(v) else float(v) for v in sub[column]]
-            mean, n_app, n_all = mean_applicable(values)
-            applicable = sub[column].notna()
-            lo, hi = (_bootstrap_over_datasets(sub.loc[applicable, column],
-                                               sub.loc[applicable, "dataset"], rng)
-                      if n_app else (np.nan, np.nan))
-            rows.append({"method": method, "kind": all_rows["kind"].iloc[0], "target": target,
-                         "mean": mean, "ci_low": lo, "ci_high": hi, "n_applicable": n_app,
-                         "n_instances": n_all})
-    failed = scores[scores["status"] != "ok"].groupby("method").size()
-    out = pd.DataFrame(rows, columns=["method", "kind", "target", "mean", "ci_low", "ci_high",
-                                      "n_applicable", "n_instances"])
-    out["failed_fits"] = out["method"].map(failed).fillna(0).astype(int)
-    return out
+    return mean_table(scores, MEAN_RHO_TARGETS, rng, heteroscedastic_only=HETEROSCEDASTIC_ONLY)
 
 
-__all__ = ["REFERENCE_ROWS", "SCORE_COLUMNS", "aggregate_scores",
+def aggregate_metrics(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """Every score column's mean per method (the rank metrics as in :func:`aggregate_scores`),
+    with intervals: the table behind the predictive, risk–regret and per-shell results."""
+    hetero = [m for m in METRICS if "_au" in m or m.startswith(("delta_ent", "rho_eu_au"))]
+    return mean_table(scores, {m: m for m in METRICS}, rng, heteroscedastic_only=hetero)
+
+
+__all__ = ["METRICS", "REFERENCE_ROWS", "SCORE_COLUMNS", "aggregate_metrics", "aggregate_scores",
            "reference_predictions", "score_condition", "score_prediction"]

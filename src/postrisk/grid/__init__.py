@@ -16,6 +16,7 @@ from postrisk.grid.conditions import (
     condition_methods,
     conditions,
     covariate_datasets,
+    disentanglement_units,
     fits_method,
     implemented_conditions,
     implemented_methods,
@@ -39,7 +40,7 @@ from postrisk.grid.jobs import (
     stage_rules,
     workflow_rules,
 )
-from postrisk.grid.paths import RESULTS, TEMPLATES, path
+from postrisk.grid.paths import EVALUATION_TABLES, RESULTS, TEMPLATES, path
 from postrisk.grid.plan import (
     RulePlan,
     config_digest,
@@ -62,6 +63,8 @@ from postrisk.grid.seeds import (
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 
 __all__ = [
+    "EVALUATION_TABLES",
+    "disentanglement_units",
     "COVERAGES", "Condition", "ConfigError", "Job", "METHODS", "NOISE_MODES", "PRIORS",
     "RESULTS", "RHAT_STRICT", "RHAT_THRESHOLD", "Resources", "RulePlan", "SeedPolicy",
     "StageRule", "TEMPLATES", "TooFewValidSeeds", "env_family", "plan_table", "stage_rules",

@@ -120,3 +120,27 @@ def implemented_conditions(cfg: Mapping) -> list[Condition]:
     """The conditions of ``cfg`` whose prior family is implemented."""
     priors = implemented_priors(cfg)
     return [c for c in conditions(cfg) if c[1] in priors]
+
+
+def disentanglement_units(cfg: Mapping) -> list[tuple[Condition, int, str]]:
+    """The Disentanglement Error experiment's jobs: (condition, seed, method) for every
+    implemented condition within ``disentanglement.grid``, every seed of
+    ``disentanglement.seeds`` that the condition builds, and every method of
+    ``disentanglement.methods`` fitted there (the experiment reuses that fit's configuration).
+    A method asked for on a condition where it is not fitted is an error."""
+    from postrisk.grid.seeds import task_seeds
+
+    de = cfg.get("disentanglement") or {}
+    methods = [m for m in de.get("methods", []) if m in implemented_methods(cfg)]
+    built = set(task_seeds(cfg))
+    units = []
+    for condition in implemented_conditions(cfg):
+        if not within(de.get("grid", {}), condition):
+            continue
+        for method in methods:
+            if not fits_method(cfg, method, condition):
+                raise ValueError(f"disentanglement: {method} is not fitted on "
+                                 f"{'/'.join(condition)} (method_grid); narrow "
+                                 "disentanglement.grid")
+            units += [(condition, int(s), method) for s in de.get("seeds", []) if s in built]
+    return units

@@ -215,6 +215,26 @@ def config_schema() -> dict:
                     "grid": _narrowing(),
                 },
             },
+            "disentanglement": {
+                "type": "object", "additionalProperties": False,
+                "required": ["methods", "grid", "seeds", "data_fractions",
+                             "label_noise_fractions", "runs", "correlation"],
+                "properties": {
+                    "methods": {**_names(METHODS), "minItems": 0},
+                    "grid": _narrowing(),
+                    "seeds": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                              "minItems": 1, "uniqueItems": True},
+                    "data_fractions": {"type": "array", "minItems": 3, "uniqueItems": True,
+                                       "items": {"type": "number", "exclusiveMinimum": 0,
+                                                 "maximum": 1}},
+                    "label_noise_fractions": {"type": "array", "minItems": 3,
+                                              "uniqueItems": True,
+                                              "items": {"type": "number", "minimum": 0,
+                                                        "maximum": 1}},
+                    "runs": _positive_int(),
+                    "correlation": {"enum": ["pearson", "spearman"]},
+                },
+            },
             "budget_s": {
                 "type": "object",
                 "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
@@ -274,6 +294,16 @@ def validate_config(config: Mapping[str, Any]) -> dict:
     if unused:
         raise ConfigError(f"config key 'method_grid': {unused} not in 'methods' "
                           f"({', '.join(cfg.get('methods', [])) or 'none'})")
+    de = cfg.get("disentanglement", {})
+    stray = [m for m in de.get("methods", []) if m not in cfg.get("methods", [])]
+    if stray:
+        raise ConfigError(f"config key 'disentanglement.methods': {stray} not in 'methods' "
+                          f"({', '.join(cfg.get('methods', [])) or 'none'})")
+    for axis, values in de.get("grid", {}).items():
+        outside = [v for v in values if v not in cfg[axis]]
+        if outside:
+            raise ConfigError(f"config key 'disentanglement.grid.{axis}': {outside} not in "
+                              f"'{axis}' ({', '.join(cfg[axis])})")
     cfg.setdefault("ood_datasets", [])
     cfg.setdefault("methods", [])
     cfg.setdefault("prior_grid", {})

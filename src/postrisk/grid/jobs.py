@@ -32,6 +32,7 @@ from postrisk.covariates.pools import eval_pool_size
 from postrisk.covariates.registry import registry
 from postrisk.grid.conditions import (
     Condition,
+    disentanglement_units,
     fits_method,
     implemented_conditions,
     implemented_methods,
@@ -62,7 +63,8 @@ INPUT_KINDS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "posterior": (("sample", UNIT_KEYS["posterior"]),),
 }
 #: Stages whose cost entry is per prior family or per method.
-COST_BY = {"prior": "prior", "sample": "prior", "posterior": "prior", "fit": "method"}
+COST_BY = {"prior": "prior", "sample": "prior", "posterior": "prior", "fit": "method",
+           "disentanglement": "method"}
 #: Rows at which a cost entry's per-size terms are given (``cost_model.rows`` overrides it).
 _ROWS_DEFAULT = 1000
 
@@ -382,6 +384,7 @@ SIMPLE_KEYS: dict[str, tuple[str, ...]] = {
     "valid_seeds": ("dataset", "noise", "coverage"),
     "checks": (),
     "score": ("dataset", "prior", "noise", "coverage"),
+    "disentanglement": ("dataset", "prior", "noise", "coverage", "seed", "method"),
     "aggregate_scores": (),
 }
 
@@ -404,6 +407,9 @@ def _simple_units(cfg: Mapping, stage: str,
         return {(): [(None, c.dataset) for c in conds for _ in seeds]} if conds else {}
     if stage == "score":
         return {tuple(c): [(None, c.dataset)] for c in conds}
+    if stage == "disentanglement":
+        return {(*c, str(seed), method): [(method, c.dataset)]
+                for c, seed, method in disentanglement_units(cfg)}
     if stage == "aggregate_scores":
         return {(): [(None, None)] * len(conds)} if conds else {}
     raise KeyError(f"unknown stage {stage!r}")
@@ -429,7 +435,7 @@ def verify_resources(cfg: Mapping, dataset: str) -> Resources:
 
 #: Stages in the order the workflow runs them.
 STAGES = ("covariates", "prior", "sample", "posterior", "valid_seeds", "checks", "fit", "score",
-          "aggregate_scores")
+          "disentanglement", "aggregate_scores")
 
 
 def workflow_rules(cfg: Mapping, policy: SeedPolicy | None = None

@@ -28,7 +28,16 @@ TEMPLATES: dict[str, str] = {
     "score_table": "tables/scores.csv",
     "score_table_rhat101": "tables/scores_rhat101.csv",
     "score_figure": "figures/scores.png",
+    "evaluation_table": "tables/{name}.csv",
+    "tables_page": "tables/tables.md",
+    "metrics_long": "tables/metrics_long.csv",
+    "disentanglement": "disentanglement/{dataset}/{prior}/{noise}/{coverage}/{seed}/{method}.csv",
 }
+
+#: The evaluation tables written beside the mean-ρ table (``tables/<name>.csv``).
+EVALUATION_TABLES = ("metric_means", "table7", "table8", "table9", "table10", "matched_prior",
+                     "matched_prior_ranks", "shells", "rhat_sensitivity", "noise_shape",
+                     "disentanglement")
 
 #: Every key a template may use, each matching itself as a Snakemake wildcard.
 WILDCARDS = {key: "{" + key + "}" for key in

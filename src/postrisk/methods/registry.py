@@ -18,6 +18,26 @@ METHOD_NAMES = ("blr", "gp", "vlgp", "dkl", "sngp_het", "ngboost_nig", "ngboost_
                 "catboost_ps", "catboost_kgb", "nn_bag", "nn_ens", "nn_drop", "nn_edl", "nn_deup",
                 "nn_lap", "nn_lap_sn", "nn_fsp", "nn_fsp_sn", "nn_swag")
 
+#: Registry name -> the name in the paper's tables (each class's ``display_name``; kept here too
+#: so that tables can print them without importing the numerical stack; a test keeps both equal).
+DISPLAY_NAMES = {
+    "blr": "BLR", "gp": "GP", "vlgp": "VLGP", "dkl": "DKL", "sngp_het": "SNGP-Het",
+    "ngboost_nig": "NGBoost-NIG", "ngboost_bag": "NGBoost-Bag", "catboost_ps": "CatBoost-PS",
+    "catboost_kgb": "CatBoost-KGB", "nn_bag": "NN-Bag", "nn_ens": "NN-Ens", "nn_drop": "NN-Drop",
+    "nn_edl": "NN-EDL", "nn_deup": "NN-DEUP", "nn_lap": "NN-Lap", "nn_lap_sn": "NN-Lap-SN",
+    "nn_fsp": "NN-FSP", "nn_fsp_sn": "NN-FSP-SN", "nn_swag": "NN-SWAG",
+}
+
+#: The method groups of the matched-prior comparison (paper App. D.1, Figure 7) and the prior
+#: family each group is matched to: GP-based methods ↔ the GP oracle, tree ensembles ↔ HBART,
+#: neural networks (SNGP-Het included, as in the paper's Tables 8–10) ↔ the BNN oracle.
+METHOD_GROUPS = {
+    "gp_based": ("gp", ("blr", "gp", "vlgp", "dkl")),
+    "trees": ("hbart", ("ngboost_nig", "ngboost_bag", "catboost_ps", "catboost_kgb")),
+    "neural": ("bnn", ("sngp_het", "nn_bag", "nn_ens", "nn_drop", "nn_edl", "nn_deup", "nn_lap",
+                       "nn_lap_sn", "nn_fsp", "nn_fsp_sn", "nn_swag")),
+}
+
 #: Registry name -> entry (the class's location; ``accelerator=True`` where a method's fit jobs
 #: want a GPU — none of the implemented ones yet). Classes are imported on first use, so listing
 #: the implemented methods (the workflow does it at every start) imports no numerical stack.

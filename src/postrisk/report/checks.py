@@ -34,6 +34,9 @@ def collect_checks(task_paths: Sequence[str | Path]):
                      "corr_mean_ftrue": float(np.corrcoef(mean, f_true)[0, 1]),
                      "mcse_var_median": float(np.median(ds["mcse_var"].values)),
                      "max_rhat": float(ds["rhat"].values.max()) if "rhat" in ds else np.nan,
+                     # point-wise R̂ ≤ 1.01 (the R̂ sensitivity's share; MCMC with chains only)
+                     "rhat_le_strict": (int((ds["rhat"].values <= RHAT_STRICT).sum())
+                                        if "rhat" in ds else np.nan),
                      "rank_loglik": int(ds.attrs["rank_loglik"]),
                      "posterior_s": json.loads(ds.attrs["timings"]).get("posterior_s")})
         n_draws.setdefault(prior, int(ds.sizes["draw"]))

@@ -222,6 +222,25 @@ def score_condition_files(tasks: Sequence[str | Path], seeds: Sequence[int],
     return frame
 
 
+def disentanglement_experiment(method: str, task: str | Path, fit: str | Path, settings: Mapping,
+                               out: str | Path, n_threads: int = 1) -> pd.DataFrame:
+    """Refit ``method`` at the configuration of its fit store (``fit``) on the manipulated
+    training sets of the Disentanglement Error experiment on one instance; one row per
+    (experiment, level, run) in ``out``."""
+    from postrisk.evaluation.disentanglement_experiment import run_experiment
+    from postrisk.tasks.task import Task
+
+    instance = Task.load(task)
+    config = json.loads(open_zarr(fit, load=False).attrs["config"])
+    frame = run_experiment(method, config, instance,
+                           data_fractions=tuple(settings["data_fractions"]),
+                           label_noise_fractions=tuple(settings["label_noise_fractions"]),
+                           runs=int(settings["runs"]), seed=int(instance.key["seed"]),
+                           n_threads=n_threads)
+    write_text_atomic(out, frame.to_csv(index=False))
+    return frame
+
+
 def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figure: str,
                   scale: str, n_valid: int, sensitivity: str | None = None,
                   family_figures: Sequence[str] = ()) -> pd.DataFrame:
@@ -237,12 +256,18 @@ def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figur
 
 
 def report_scores(scores: Sequence[str | Path], instances: str, table: str, figure: str,
-                  scale: str, sensitivity: str | None = None) -> pd.DataFrame:
+                  scale: str, sensitivity: str | None = None, tables_dir: str | None = None,
+                  long_table: str | None = None, markdown: str | None = None,
+                  disentanglement: Sequence[str | Path] = (),
+                  correlation: str = "pearson") -> pd.DataFrame:
     """Mean ρ per method and target over the valid instances; ``sensitivity``: the same over
-    those whose BNN R̂ ≤ 1.01."""
+    those whose BNN R̂ ≤ 1.01; ``tables_dir``: every evaluation table, ``long_table`` and the
+    ``markdown`` page of them all."""
     from postrisk.report.scores import write_scores
 
     result = write_scores(scores, instances, table, figure, scale, np.random.default_rng(0),
-                          sensitivity)
+                          sensitivity, tables_dir=tables_dir, long_csv=long_table,
+                          markdown=markdown, disentanglement=disentanglement,
+                          correlation=correlation)
     logger.info("\n%s", result.to_string())
     return result

@@ -1,0 +1,24 @@
+# The Disentanglement Error experiment (docs/evaluation.md, "Disentanglement Error"): one job
+# per configured (instance, method) refits the method, at its fit job's configuration, on
+# subsampled and label-permuted training sets; the aggregation turns the per-level means into
+# the Disentanglement Error table.
+
+
+rule disentanglement:
+    input:
+        unpack(disentanglement_inputs),
+    output:
+        path("disentanglement"),
+    params:
+        settings=config["disentanglement"],
+    log:
+        "results/logs/disentanglement/{dataset}/{prior}/{noise}/{coverage}/{seed}/{method}.log",
+    benchmark:
+        "results/benchmarks/disentanglement/{dataset}_{prior}_{noise}_{coverage}_{seed}_{method}.tsv"
+    conda:
+        env("jax")
+    threads: threads_of(SIMPLE["disentanglement"])
+    resources:
+        **resources_of(SIMPLE["disentanglement"]),
+    script:
+        "../scripts/disentanglement.py"

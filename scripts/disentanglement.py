@@ -1,0 +1,11 @@
+"""Snakemake entry point of rule `disentanglement`: one method's DE experiment on one instance."""
+
+from postrisk.workflow.logs import job_log
+from postrisk.workflow.steps import disentanglement_experiment
+
+snakemake = globals()["snakemake"]
+
+with job_log(snakemake.log[0]):
+    disentanglement_experiment(snakemake.wildcards.method, snakemake.input.task,
+                               snakemake.input.fit, snakemake.params.settings,
+                               snakemake.output[0], n_threads=snakemake.threads)

@@ -1,0 +1,43 @@
+"""The paper's own numbers, printed beside ours in every table (a copy ships with the package:
+``postrisk/data/paper_numbers.csv``).
+
+Columns: ``source`` (the table, appendix or the main text the number is from), ``quantity``,
+``group`` (a method's display name, a prior family, an EU target, …), ``item`` and ``value``
+(text; most are numbers). Rows taken from the running text (``text``, ``appB7``, ``appD1``)
+quote numbers the paper states in words, e.g. the matched-prior mean ranks of its App. D.1.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.resources import files
+
+import pandas as pd
+
+
+@cache
+def paper_numbers() -> pd.DataFrame:
+    """Every number of the shipped copy, as text (``value``) and as a number (``number``, NaN
+    where the value is not one, e.g. a range "0.880-0.932")."""
+    with files("postrisk").joinpath("data/paper_numbers.csv").open(encoding="utf-8") as fh:
+        frame = pd.read_csv(fh, dtype=str, keep_default_na=False)
+    frame["number"] = pd.to_numeric(frame["value"], errors="coerce")
+    return frame
+
+
+def paper_value(source: str, quantity: str, group: str, item: str = "") -> float | None:
+    """One number of the paper, or ``None`` where the paper gives none."""
+    frame = paper_numbers()
+    hit = frame[(frame["source"] == source) & (frame["quantity"] == quantity)
+                & (frame["group"] == group) & (frame["item"] == item)]
+    if hit.empty or pd.isna(hit["number"].iloc[0]):
+        return None
+    return float(hit["number"].iloc[0])
+
+
+def paper_text(source: str, quantity: str, group: str, item: str = "") -> str | None:
+    """One entry of the paper as written (ranges such as "0.880-0.932" stay text)."""
+    frame = paper_numbers()
+    hit = frame[(frame["source"] == source) & (frame["quantity"] == quantity)
+                & (frame["group"] == group) & (frame["item"] == item)]
+    return None if hit.empty else str(hit["value"].iloc[0])

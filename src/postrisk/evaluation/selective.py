@@ -1,0 +1,367 @@
+"""Risk–regret–coverage metrics: selective prediction with true aleatoric and epistemic risk.
+
+Pure functions on numpy arrays; nothing here reads or writes files.
+
+The framework is the risk–regret–coverage view of selective prediction (Paplhám et al., 2026),
+whose curves and summaries are built from Traub et al. (2024), "Overcoming Common Flaws in the
+Evaluation of Selective Classification Systems" (generalised risk curves divided by N, not by
+the number accepted), Geifman, Uziel & El-Yaniv (2019), "Bias-Reduced Uncertainty Estimation
+for Deep Neural Classifiers" (the excess over the oracle) and Cattelan & Silva (2024), "How to
+Fix a Broken Confidence Estimator: Evaluating Post-hoc Methods for Selective Classification
+with Deep Neural Networks" (the normalised area).
+
+Notation
+--------
+N points; per point a true aleatoric risk A* ≥ 0 and a true epistemic risk (regret) E* ≥ 0,
+and estimates Â, Ê (any real numbers). A *selector* ranking by a score s accepts points in
+ascending order of s — a stable sort, ties kept in index order (``np.argsort(kind="stable")``).
+With π the resulting order and k = 0..N points accepted, the curves at coverage k/N are
+
+* risk curve    Ri(k) = (1/N) Σ_{m=1..k} (A* + E*)_{π(m)},
+* regret curve  Re(k) = (1/N) Σ_{m=1..k} E*_{π(m)},
+
+both divided by N (not by k), so Ri(0) = Re(0) = 0 and Ri(N) = mean(A* + E*), Re(N) = mean(E*).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from postrisk.core.arrays import as_vector
+
+#: Coverage levels of the Pareto gap: ρ_j = j / GAP_LEVELS, j = 0..GAP_LEVELS.
+GAP_LEVELS = 100
+#: Oracle trade-offs of the Pareto gap: λ ∈ linspace(0.5, 1, GAP_ORACLE_WEIGHTS).
+GAP_ORACLE_WEIGHTS = 51
+#: Achievable directions of the Pareto gap: θ ∈ linspace(0, 2π, GAP_DIRECTIONS, endpoint=False).
+GAP_DIRECTIONS = 91
+
+
+@dataclass(frozen=True)
+class AreaResult:
+    """Area under a selection curve and its references (see :func:`aurec`, :func:`aurc`).
+
+    ``value`` the area when ranking by the scores, ``oracle`` the smallest achievable area,
+    ``random`` the expected area of a random ranking, ``excess = value − oracle`` and
+    ``normalised = (value − oracle) / (random − oracle)`` (``None`` when random − oracle ≤ 0,
+    i.e. when every loss is equal and no ranking can do better than another).
+    """
+
+    value: float
+    oracle: float
+    random: float
+    excess: float
+    normalised: float | None
+
+
+@dataclass(frozen=True)
+class AurecResult(AreaResult):
+    """Area under the regret–coverage curve (:func:`aurec`)."""
+
+
+@dataclass(frozen=True)
+class AurcResult(AreaResult):
+    """Area under the risk–coverage curve (:func:`aurc`)."""
+
+
+@dataclass(frozen=True)
+class ParetoGapResult:
+    """Pareto gap (:func:`pareto_gap`): IGD+ in raw units and with the risk axes normalised
+    (``None`` when a risk axis is 0 at full coverage)."""
+
+    raw: float
+    normalised: float | None
+
+
+def _scores_and_losses(scores, losses, losses_name: str) -> tuple[np.ndarray, np.ndarray]:
+    sv = as_vector("scores", scores, finite=True)
+    lv = as_vector(losses_name, losses, finite=True)
+    if sv.shape != lv.shape:
+        raise ValueError(f"scores and {losses_name} differ in length: "
+                         f"{sv.shape[0]} vs {lv.shape[0]}")
+    if sv.size == 0:
+        raise ValueError("scores and losses are empty")
+    if (lv < 0).any():
+        raise ValueError(f"{losses_name} must be non-negative")
+    return sv, lv
+
+
+def selection_curve(scores, losses) -> np.ndarray:
+    """Selection curve C(k) = (1/N) Σ_{m=1..k} L_{π(m)}, k = 0..N, of the losses ``losses``
+    accepted in ascending order π of ``scores`` (stable sort: ties in index order).
+
+    With L = E* this is the regret curve Re, with L = A* + E* the risk curve Ri. The curve is
+    plotted over coverage k/N and divided by N, not by k (Traub et al., 2024, "Overcoming Common
+    Flaws in the Evaluation of Selective Classification Systems"). Returns the N + 1 values.
+    ``ValueError`` on a length mismatch, an empty or non-finite input or a negative loss.
+    """
+    sv, lv = _scores_and_losses(scores, losses, "losses")
+    return _curve(sv, lv)
+
+
+def _curve(sv: np.ndarray, lv: np.ndarray) -> np.ndarray:
+    order = np.argsort(sv, kind="stable")
+    return np.concatenate(([0.0], np.cumsum(lv[order]))) / lv.size
+
+
+def _area(curve: np.ndarray) -> float:
+    """Trapezoid area over coverage k/N, k = 0..N: (1/N) Σ_{k<N} (C(k) + C(k+1)) / 2."""
+    n = curve.size - 1
+    return float(np.sum(curve[:-1] + curve[1:]) / (2.0 * n))
+
+
+def _area_result(sv: np.ndarray, lv: np.ndarray, cls: type[AreaResult]) -> AreaResult:
+    value = _area(_curve(sv, lv))
+    oracle = _area(_curve(lv, lv))
+    random = 0.5 * float(np.mean(lv))
+    gain = random - oracle
+    normalised = (value - oracle) / gain if gain > 0.0 else None
+    return cls(value=value, oracle=oracle, random=random, excess=value - oracle,
+               normalised=normalised)
+
+
+def aurec(scores, regret) -> AurecResult:
+    """Area under the regret–coverage curve (AuReC) of a selector ranking by ``scores``.
+
+    With π the stable ascending order of the scores and E* = ``regret`` (≥ 0), the regret curve
+    is Re(k) = (1/N) Σ_{m=1..k} E*_{π(m)}, k = 0..N, over coverage k/N (divided by N, not by k:
+    Traub et al., 2024, "Overcoming Common Flaws in the Evaluation of Selective Classification
+    Systems"), and its area by the trapezoid rule is
+
+        AuReC = (1/N) Σ_{k=0..N−1} (Re(k) + Re(k+1)) / 2.
+
+    * ``oracle``: the AuReC of ranking by E* itself (ascending; the smallest possible area);
+    * ``random``: the expected AuReC of a uniformly random ranking, whose expected curve is the
+      line from 0 to mean(E*), so random = ½·mean(E*);
+    * ``excess`` = AuReC − oracle (Geifman, Uziel & El-Yaniv, 2019, "Bias-Reduced Uncertainty
+      Estimation for Deep Neural Classifiers");
+    * ``normalised`` = (AuReC − oracle) / (random − oracle) (Cattelan & Silva, 2024, "How to Fix
+      a Broken Confidence Estimator: Evaluating Post-hoc Methods for Selective Classification
+      with Deep Neural Networks"): 0 for the oracle, 1 for random; ``None`` when
+      random − oracle ≤ 0 (all regrets equal).
+
+    Worked example: scores (3, 1, 4, 1, 5), regrets (2, 5, 1, 3, 4) give Re = (0, 1.0, 1.6,
+    2.0, 2.2, 3.0), AuReC 1.66, oracle 1.10, random 1.50, excess 0.56, normalised 1.40.
+
+    ``ValueError`` on a length mismatch, an empty or non-finite input or a negative regret.
+    """
+    sv, lv = _scores_and_losses(scores, regret, "regret")
+    return _area_result(sv, lv, AurecResult)  # type: ignore[return-value]
+
+
+def aurc(scores, risk) -> AurcResult:
+    """Area under the risk–coverage curve (AuRC) of a selector ranking by ``scores``.
+
+    ``risk`` is the per-point total risk A* + E* (≥ 0), summed by the caller; the caller ranks
+    once by Ê and once by Â + Ê. With π the stable ascending order of the scores, the risk
+    curve is Ri(k) = (1/N) Σ_{m=1..k} (A* + E*)_{π(m)}, k = 0..N, over coverage k/N (divided by
+    N: Traub et al., 2024, "Overcoming Common Flaws in the Evaluation of Selective
+    Classification Systems"), and
+
+        AuRC = (1/N) Σ_{k=0..N−1} (Ri(k) + Ri(k+1)) / 2      (trapezoid rule).
+
+    ``oracle`` is the AuRC of ranking by the risk itself, ``random`` = ½·mean(risk) (the
+    expected area of a random ranking), ``excess`` = AuRC − oracle (Geifman, Uziel & El-Yaniv,
+    2019, "Bias-Reduced Uncertainty Estimation for Deep Neural Classifiers") and ``normalised``
+    = (AuRC − oracle) / (random − oracle) (Cattelan & Silva, 2024, "How to Fix a Broken
+    Confidence Estimator: Evaluating Post-hoc Methods for Selective Classification with Deep
+    Neural Networks"), ``None`` when random − oracle ≤ 0 (all risks equal).
+
+    ``ValueError`` on a length mismatch, an empty or non-finite input or a negative risk.
+    """
+    sv, lv = _scores_and_losses(scores, risk, "risk")
+    return _area_result(sv, lv, AurcResult)  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------------------------
+# Pareto gap
+# --------------------------------------------------------------------------------------------
+
+def _gap_counts(n: int) -> np.ndarray:
+    """Points accepted at each coverage level: ⌊ρ_j·N⌋ = ⌊j·N / 100⌋, in exact integers (the
+    float product (j/100)·N can fall just below an integer, e.g. 0.29·100 = 28.999…)."""
+    return (np.arange(GAP_LEVELS + 1) * n) // GAP_LEVELS
+
+
+def _stable_argsort_rows(scores: np.ndarray) -> np.ndarray:
+    """``np.argsort(scores, axis=1, kind="stable")``, faster: rows are sorted with the (SIMD)
+    quicksort and only rows holding a tie are re-sorted stably. Without ties the ascending order
+    is unique, so every sort returns the same permutation; a row's ties show as equal
+    neighbours once it is sorted."""
+    order = np.argsort(scores, axis=1)
+    # take_along_axis, by np.take on the flat array (much faster than fancy indexing).
+    ranked = np.take(scores, order + scores.shape[1] * np.arange(scores.shape[0])[:, None])
+    tied = np.flatnonzero((ranked[:, 1:] == ranked[:, :-1]).any(axis=1))
+    if tied.size:
+        order[tied] = np.argsort(scores[tied], axis=1, kind="stable")
+    return order
+
+
+def _surface_curves(scores: np.ndarray, total: np.ndarray, regret: np.ndarray,
+                    counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ri and Re of every selector at every level: ``scores`` is (directions, N); returns two
+    (directions, levels) arrays, Ri[d, j] = (1/N) Σ_{first counts[j] of d} (A* + E*) and Re
+    likewise with E*. Sorted once for all directions (stable ascending along axis 1)."""
+    n = total.size
+    order = _stable_argsort_rows(scores)
+    # Prefix sums of both losses in one pass; C(k) is the sum of the first k, C(0) = 0.
+    sums = np.cumsum(np.take(np.stack((total, regret)), order, axis=1), axis=2)  # (2, dirs, N)
+    at_counts = np.take(sums, np.maximum(counts - 1, 0), axis=2)
+    at_counts[:, :, counts == 0] = 0.0
+    at_counts /= n
+    return at_counts[0], at_counts[1]
+
+
+def _level_fronts(ri: np.ndarray, re: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per level, the achievable points not weakly dominated in (Ri, Re) by another point of the
+    same level, padded with +inf to a common number M: two (M, levels) arrays.
+
+    Speed-up (b). d⁺(s, r) is non-decreasing in every coordinate of s, and all points of one
+    level share the coverage coordinate, so a point s with another point s′ ≤ s in both Ri and
+    Re has d⁺(s′, r) ≤ d⁺(s, r) for every r and can be dropped. After a lexicographic sort by
+    (Ri, Re), a point is kept iff its Re is strictly below the running minimum of Re over the
+    points before it: an earlier point has Ri ≤ its Ri, so an earlier Re ≤ its Re means it is
+    dominated (exact duplicates keep their first copy); a later point has Ri ≥ its Ri and, at
+    equal Ri, Re ≥ its Re, so cannot dominate a kept point without being a duplicate of it.
+    Padding with +inf gives d⁺ = inf, which never wins a minimum. Dominance is unchanged by a
+    positive rescaling of either axis, so the fronts of the normalised surface are these
+    divided by the scales.
+    """
+    ri_t, re_t = ri.T, re.T                          # (levels, directions)
+    order = np.lexsort((re_t, ri_t), axis=1)
+    ri_s = np.take_along_axis(ri_t, order, axis=1)
+    re_s = np.take_along_axis(re_t, order, axis=1)
+    running = np.minimum.accumulate(re_s, axis=1)
+    keep = np.ones_like(re_s, dtype=bool)
+    keep[:, 1:] = re_s[:, 1:] < running[:, :-1]
+    width = int(keep.sum(axis=1).max())
+    # Move kept points to the front of each row (stable: they stay sorted by Ri).
+    front_order = np.argsort(~keep, axis=1, kind="stable")[:, :width]
+    kept = np.take_along_axis(keep, front_order, axis=1)
+    f_ri = np.where(kept, np.take_along_axis(ri_s, front_order, axis=1), np.inf)
+    f_re = np.where(kept, np.take_along_axis(re_s, front_order, axis=1), np.inf)
+    return np.ascontiguousarray(f_ri.T), np.ascontiguousarray(f_re.T)
+
+
+def _igd_plus(o_ri: np.ndarray, o_re: np.ndarray, f_ri: np.ndarray, f_re: np.ndarray) -> float:
+    """IGD+ of the achievable surface to the oracle surface (o_ri, o_re: (weights, levels)),
+    the achievable surface given by its per-level fronts (f_ri, f_re: (M, levels), from
+    :func:`_level_fronts`), with the coverage coordinate 1 − j/100 implied by the level j.
+
+    Exactness of the pruning (all of it rests on A* + E* ≥ 0 and E* ≥ 0):
+
+    (a) Along one direction d, Ri[d, j] and Re[d, j] are prefix sums of non-negative terms over
+        counts non-decreasing in j, so they are non-decreasing in j, while the coverage
+        coordinate 1 − j/100 decreases. For an oracle point r at level i and j ≥ i the coverage
+        term max((1 − j/100) − (1 − i/100), 0) is 0, so d⁺(s_{d,j}, r) ≥ d⁺(s_{d,i}, r): levels
+        j > i never beat level i and only j ≤ i are scanned.
+    (b) Dominated points of a level are dropped (:func:`_level_fronts`).
+    (c) For j = i − t the squared distance is (t/100)² + D_j(r), with D_j(r) ≥ 0 the squared 2-D
+        (Ri, Re) part minimised over level j. The coverage term alone grows with t, so once
+        (t/100)² ≥ the best squared distance found so far no larger t can improve it and the
+        scan over t stops for that oracle point. (By (a), D_j is also non-increasing as j
+        decreases — the reason the scan is needed at all.)
+
+    The scan runs over t for all still-active oracle points at once.
+    """
+    n_levels = o_ri.shape[1]
+    lvl = np.tile(np.arange(n_levels), o_ri.shape[0])
+    r_ri, r_re = o_ri.ravel(), o_re.ravel()
+
+    def planar(j: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        # (M, points) layout, C-contiguous (np.take, unlike f[:, j], returns it so): the
+        # minimum over M is then a fast elementwise reduction over rows.
+        d_ri = np.take(f_ri, j, axis=1)
+        d_ri -= x
+        np.maximum(d_ri, 0.0, out=d_ri)
+        d_ri *= d_ri
+        d_re = np.take(f_re, j, axis=1)
+        d_re -= y
+        np.maximum(d_re, 0.0, out=d_re)
+        d_re *= d_re
+        d_ri += d_re
+        return d_ri.min(axis=0)
+
+    best = planar(lvl, r_ri, r_re)                   # t = 0: the oracle point's own level
+    # The active oracle points, compacted as the scan goes on (their best is written back when
+    # they drop out).
+    idx, a_lvl, a_ri, a_re, a_best = np.arange(lvl.size), lvl, r_ri, r_re, best.copy()
+    for t in range(1, n_levels):
+        cov = (t / GAP_LEVELS) ** 2
+        alive = (a_lvl >= t) & (a_best > cov)
+        if not alive.all():
+            best[idx] = a_best
+            idx, a_lvl, a_ri, a_re, a_best = (v[alive] for v in (idx, a_lvl, a_ri, a_re, a_best))
+            if idx.size == 0:
+                break
+        np.minimum(a_best, cov + planar(a_lvl - t, a_ri, a_re), out=a_best)
+    best[idx] = a_best
+    return float(np.mean(np.sqrt(best)))
+
+
+def pareto_gap(au_hat, eu_hat, au_true, eu_true) -> ParetoGapResult:
+    """Pareto gap: IGD+ between the oracle and the achievable risk–regret–coverage surfaces.
+
+    Definition (N points, true A* = ``au_true`` ≥ 0, E* = ``eu_true`` ≥ 0, estimates
+    Â = ``au_hat``, Ê = ``eu_hat``):
+
+    * Coverage levels ρ_j = j/100, j = 0..100. A selector ranking by a score accepts the first
+      ⌊ρ_j·N⌋ points of the stable ascending sort of the score and is placed at the point
+      (1 − ρ_j, Ri, Re) with Ri = (1/N) Σ_accepted (A* + E*) and Re = (1/N) Σ_accepted E*.
+      All three axes are minimised (hence coverage flipped to 1 − ρ).
+    * Oracle surface S*: for each λ in linspace(0.5, 1, 51), rank by (1 − λ)·A* + λ·E*; all
+      51 × 101 points, duplicates kept.
+    * Achievable surface S: for each θ in linspace(0, 2π, 91, endpoint=False), rank by
+      cos θ·Â + sin θ·Ê; Ri and Re always from the true A*, E*; 91 × 101 points.
+    * IGD+ (Ishibuchi, Masuda, Tanigaki & Nojima, 2015, "Modified Distance Calculation in
+      Generational Distance and Inverted Generational Distance"):
+
+          IGD+(S, S*) = (1/|S*|) Σ_{r ∈ S*} min_{s ∈ S} d⁺(s, r),
+          d⁺(s, r) = √(Σ_k max(s_k − r_k, 0)²).
+
+    ``raw`` is IGD+ in these units; ``normalised`` is the same with, on both surfaces, the Ri
+    axis divided by Ri at full coverage, mean(A* + E*), and the Re axis by Re at full coverage,
+    mean(E*) (the coverage axis is already in [0, 1]); ``None`` when either of these is 0.
+
+    The truth itself (Â = A*, Ê = E*) has a small positive gap: no achievable direction
+    (360°/91 ≈ 3.96° apart) is exactly 45° or 90°. Because the directions are symmetric under
+    θ → 2π − θ, Ê = −E* gives the same rankings, hence the same gap, as Ê = E*; strongly
+    unequal rescalings of Â and Ê thin the directions inside the oracle's 45°–90° cone and
+    raise the gap.
+
+    Computed exactly, with the pruning proved in ``_igd_plus`` (one call, raw and normalised,
+    takes ≈ 6–12 ms at N = 600 on one core). ``ValueError`` on a length mismatch, an empty or
+    non-finite input or a negative A* or E*.
+    """
+    names = ("au_hat", "eu_hat", "au_true", "eu_true")
+    ah, eh, at, et = (as_vector(nm, v, finite=True)
+                      for nm, v in zip(names, (au_hat, eu_hat, au_true, eu_true), strict=True))
+    shapes = {v.shape for v in (ah, eh, at, et)}
+    if len(shapes) != 1:
+        raise ValueError(f"au_hat, eu_hat, au_true and eu_true differ in length: "
+                         f"{[v.shape[0] for v in (ah, eh, at, et)]}")
+    n = at.size
+    if n == 0:
+        raise ValueError("inputs are empty")
+    if (at < 0).any() or (et < 0).any():
+        raise ValueError("au_true and eu_true must be non-negative")
+    total = at + et
+    counts = _gap_counts(n)
+
+    lam = np.linspace(0.5, 1.0, GAP_ORACLE_WEIGHTS)[:, None]
+    o_ri, o_re = _surface_curves((1.0 - lam) * at + lam * et, total, et, counts)
+    theta = np.linspace(0.0, 2.0 * math.pi, GAP_DIRECTIONS, endpoint=False)[:, None]
+    a_ri, a_re = _surface_curves(np.cos(theta) * ah + np.sin(theta) * eh, total, et, counts)
+
+    f_ri, f_re = _level_fronts(a_ri, a_re)
+    raw = _igd_plus(o_ri, o_re, f_ri, f_re)
+    ri_full, re_full = float(np.mean(total)), float(np.mean(et))
+    if ri_full > 0.0 and re_full > 0.0:
+        normalised: float | None = _igd_plus(o_ri / ri_full, o_re / re_full,
+                                             f_ri / ri_full, f_re / re_full)
+    else:
+        normalised = None
+    return ParetoGapResult(raw=raw, normalised=normalised)

@@ -1,0 +1,91 @@
+"""Every score of one prediction on a task: the oracle row scores what the truth must score, the
+distance rows have no predictive scores, per-shell and risk–regret values agree with their
+definitions, and reference rows are the paper's two distance rows."""
+
+import numpy as np
+import pytest
+
+from postrisk.evaluation import predictive, selective
+from postrisk.evaluation.reference_rows import (
+    DISTANCE_ROWS,
+    REFERENCE_ROWS,
+    knn_prediction,
+    mahalanobis_prediction,
+)
+from postrisk.evaluation.scoring import METRICS, reference_predictions, score_prediction
+from postrisk.methods.interface import Prediction
+from tests.task_helpers import gp_task
+
+
+@pytest.fixture(scope="module")
+def task():
+    return gp_task(n=80, m=120, seed=3)
+
+
+def test_reference_rows_are_the_papers_four():
+    assert REFERENCE_ROWS == ("oracle", "mahalanobis", "knn10", "constant_au")
+    assert DISTANCE_ROWS == ("mahalanobis", "knn10")
+
+
+def test_oracle_scores_what_the_truth_must(task):
+    scores = score_prediction(task, reference_predictions(task)["oracle"])
+    assert set(scores) == set(METRICS)
+    # â = m_S, so the posterior excess risk is σ²_f itself: perfect rank agreement, the AuReC of
+    # the oracle ranking, Δ_ent = 0
+    assert scores["spearman_eu_posterior_excess_risk"] == pytest.approx(1.0)
+    assert scores["spearman_au"] == pytest.approx(1.0)
+    assert scores["delta_ent_posterior_excess_risk"] == pytest.approx(0.0)
+    assert scores["aurec_posterior_excess_risk_excess"] == pytest.approx(0.0, abs=1e-15)
+    assert scores["pareto_gap_posterior_excess_risk_normalised"] < 0.01
+    assert scores["rmse"] == pytest.approx(
+        np.sqrt(np.mean((task.posterior_mean - task.f_true_eval) ** 2)))
+    v = task.posterior_var + task.noise_var_eval
+    assert scores["nll"] == pytest.approx(np.mean(predictive.expected_gaussian_nll(
+        task.posterior_mean, v, task.f_true_eval, task.noise_var_eval)))
+    assert 0.7 < scores["coverage90"] < 1.0
+    outer = task.shell_eval == 4
+    assert 0 < outer.sum() < outer.size
+    assert scores["eu_auroc_outer"] is not None
+
+
+def test_total_ranking_and_pointwise_targets(task):
+    pred = reference_predictions(task)["oracle"]
+    noisy = Prediction(pred.mean + 0.3, pred.aleatoric_var, pred.epistemic_var[::-1].copy())
+    scores = score_prediction(task, noisy)
+    regret = (noisy.mean - task.f_true_eval) ** 2
+    risk = task.noise_var_eval + regret
+    rc = selective.aurc(noisy.aleatoric_var + noisy.epistemic_var, risk)
+    assert scores["aurc_total_pointwise_excess_risk"] == pytest.approx(rc.value)
+    assert scores["aurec_pointwise_excess_risk"] == pytest.approx(
+        selective.aurec(noisy.epistemic_var, regret).value)
+    assert scores["pareto_gap_posterior_excess_risk"] > 0
+
+
+def test_distance_rows_have_rank_scores_only(task):
+    preds = reference_predictions(task)
+    for row in DISTANCE_ROWS:
+        scores = score_prediction(task, preds[row], eu_is_variance=False)
+        assert scores["nll"] is None and scores["crps"] is None and scores["rmse"] is None
+        assert scores["spearman_eu_posterior_variance"] is not None
+    # the two rows share the kNN mean and AU; only the distance differs
+    maha, knn = preds["mahalanobis"], preds["knn10"]
+    np.testing.assert_array_equal(maha.mean, knn.mean)
+    assert not np.allclose(maha.epistemic_var, knn.epistemic_var)
+
+
+def test_mahalanobis_distance_by_hand():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 3)) * [1.0, 5.0, 0.2]
+    y = rng.normal(size=200)
+    query = np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 10.0, 0.0]])
+    eu = mahalanobis_prediction(x, y, query).epistemic_var
+    z = (x - x.mean(0)) / x.std(0)
+    cov = np.cov(z, rowvar=False)
+    shrunk = 0.9 * cov + 0.1 * np.trace(cov) / 3 * np.eye(3)
+    zq = (query - x.mean(0)) / x.std(0)
+    expected = np.sqrt(np.einsum("ij,jk,ik->i", zq, np.linalg.inv(shrunk), zq))
+    np.testing.assert_allclose(eu, expected, rtol=1e-12)
+    # invariant to rescaling a feature (z-scored first), like the kNN row
+    eu2 = mahalanobis_prediction(x * [1, 1e-3, 1], y, query * [1, 1e-3, 1]).epistemic_var
+    np.testing.assert_allclose(eu, eu2, rtol=1e-9)
+    assert knn_prediction(x, y, query).epistemic_var.shape == (3,)
