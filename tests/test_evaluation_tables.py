@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from postrisk.evaluation import tables as T
+from postrisk.evaluation.scoring import METRICS
 from postrisk.report.tables import build_tables, markdown_table, write_tables
 
 PRIORS = ("gp", "hbart", "bnn")
@@ -36,7 +37,11 @@ def _scores(values, datasets=("d1", "d2", "d3"), seeds=(0, 1), jitter=0.0, seed=
                      "status": "ok", T.PRIMARY: 1.0,
                      "rho_eu_au_true_posterior_variance": (0.4 if p == "gp" else 0.5)
                      if hetero else np.nan})
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    for column in METRICS:  # every score column exists in a real score table
+        if column not in frame:
+            frame[column] = np.nan
+    return frame
 
 
 BASE = {"gp": 0.6, "nn_ens": 0.5, "catboost_ps": 0.3, "blr": 0.2}
@@ -127,10 +132,6 @@ def test_long_table_statuses():
 
 def test_report_tables_carry_the_papers_numbers_and_the_scale(tmp_path):
     scores = _scores(lambda m, *_: BASE[m], jitter=0.01)
-    for col in ("rho_eu_au_true_posterior_variance", "delta_ent_posterior_variance",
-                "rho_eu_au_true_pointwise_excess_risk", "delta_ent_pointwise_excess_risk"):
-        if col not in scores:
-            scores[col] = np.nan
     strict = pd.Series(True, index=scores.index)
     tables = build_tables(scores, np.random.default_rng(4), strict=strict, rhat_share=0.99,
                           n_boot=100)
@@ -150,3 +151,14 @@ def test_report_tables_carry_the_papers_numbers_and_the_scale(tmp_path):
     page = (tmp_path / "tables.md").read_text()
     assert "demo scale — not comparable to the paper" in page and "paper Table 7" in page
     assert "n/a" in markdown_table(pd.DataFrame({"a": [np.nan], "b": [None]}))
+
+
+def test_tables_survive_every_fit_failing():
+    scores = _scores(lambda m, *_: BASE[m])
+    scores.loc[scores["kind"] == "method", "status"] = "failed"
+    strict = pd.Series(True, index=scores.index)
+    tables = {t.name: t.frame for t in build_tables(scores, np.random.default_rng(5),
+                                                    strict=strict, rhat_share=None, n_boot=10)}
+    assert tables["matched_prior"].empty and tables["table8"].empty
+    assert tables["table7"]["w_ranks"].isna().all()
+    assert tables["rhat_sensitivity"]["kendall_tau"].isna().all()

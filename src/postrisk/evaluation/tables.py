@@ -207,7 +207,9 @@ def entanglement_table(scores: pd.DataFrame, target: str, rng: np.random.Generat
             for level, sub in group.groupby(by):
                 row[f"delta_ent_{by}_{level}"] = sub[column].mean()
         out.append(row)
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=None if out else [
+        "method", "target", "instances", "rho_eu_au_hat", "rho_eu_au_true", "delta_ent",
+        "delta_ent_ci_low", "delta_ent_ci_high"])
 
 
 def matched_prior(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -232,7 +234,9 @@ def matched_prior(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                      "mean_rank_matched": at.mean() if len(at) else np.nan,
                      "mean_rank_other": other.mean() if len(other) else np.nan,
                      "n_ranked": ranked["method"].nunique()})
-    return per_method, pd.DataFrame(rows)
+    return per_method, pd.DataFrame(rows, columns=["group", "matched_oracle", "methods",
+                                                   "mean_rank_matched", "mean_rank_other",
+                                                   "n_ranked"])
 
 
 def method_ranking(scores: pd.DataFrame, column: str = PRIMARY) -> pd.Series:

@@ -294,16 +294,6 @@ def validate_config(config: Mapping[str, Any]) -> dict:
     if unused:
         raise ConfigError(f"config key 'method_grid': {unused} not in 'methods' "
                           f"({', '.join(cfg.get('methods', [])) or 'none'})")
-    de = cfg.get("disentanglement", {})
-    stray = [m for m in de.get("methods", []) if m not in cfg.get("methods", [])]
-    if stray:
-        raise ConfigError(f"config key 'disentanglement.methods': {stray} not in 'methods' "
-                          f"({', '.join(cfg.get('methods', [])) or 'none'})")
-    for axis, values in de.get("grid", {}).items():
-        outside = [v for v in values if v not in cfg[axis]]
-        if outside:
-            raise ConfigError(f"config key 'disentanglement.grid.{axis}': {outside} not in "
-                              f"'{axis}' ({', '.join(cfg[axis])})")
     cfg.setdefault("ood_datasets", [])
     cfg.setdefault("methods", [])
     cfg.setdefault("prior_grid", {})
