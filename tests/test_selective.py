@@ -1,5 +1,4 @@
 import itertools
-import math
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ from postrisk.evaluation.selective import (
     aurc,
     aurec,
     pareto_gap,
+    pareto_gap_by_definition,
     selection_curve,
 )
 
@@ -111,36 +111,8 @@ def test_area_input_validation(fn):
 # --------------------------------------------------------------------------------------------
 
 def brute_force_gap(au_hat, eu_hat, au_true, eu_true, normalise: bool) -> float:
-    """The definition, literally: every oracle point against every achievable point."""
-    at, et = np.asarray(au_true, float), np.asarray(eu_true, float)
-    n = at.size
-    total = at + et
-
-    def surface(scores):
-        pts = []
-        for sc in scores:
-            order = np.argsort(sc, kind="stable")
-            for j in range(101):
-                acc = order[: (j * n) // 100]          # ⌊(j/100)·N⌋
-                pts.append((1.0 - j / 100, total[acc].sum() / n, et[acc].sum() / n))
-        return np.array(pts)
-
-    oracle = surface([(1 - lam) * at + lam * et for lam in np.linspace(0.5, 1.0, 51)])
-    achievable = surface([math.cos(t) * np.asarray(au_hat, float)
-                          + math.sin(t) * np.asarray(eu_hat, float)
-                          for t in np.linspace(0.0, 2 * math.pi, 91, endpoint=False)])
-    if normalise:
-        scale = np.array([1.0, total.mean(), et.mean()])
-        oracle, achievable = oracle / scale, achievable / scale
-    # Repeated points (many when N < 100) change neither a minimum over the achievable points
-    # nor, counted with their multiplicity, the mean over the oracle points.
-    achievable = np.unique(achievable, axis=0)
-    oracle, weight = np.unique(oracle, axis=0, return_counts=True)
-    mins = []
-    for chunk in np.array_split(oracle, max(1, oracle.shape[0] // 200)):
-        diff = np.maximum(achievable[None, :, :] - chunk[:, None, :], 0.0)
-        mins.append(np.sqrt((diff ** 2).sum(axis=2)).min(axis=1))
-    return float(np.dot(np.concatenate(mins), weight) / weight.sum())
+    result = pareto_gap_by_definition(au_hat, eu_hat, au_true, eu_true)
+    return result.normalised if normalise else result.raw
 
 
 def example(n: int, seed: int = 0):

@@ -332,9 +332,9 @@ def pareto_gap(au_hat, eu_hat, au_true, eu_true) -> ParetoGapResult:
     unequal rescalings of Â and Ê thin the directions inside the oracle's 45°–90° cone and
     raise the gap.
 
-    Computed exactly, with the pruning proved in ``_igd_plus`` (one call, raw and normalised,
-    takes ≈ 6–12 ms at N = 600 on one core). ``ValueError`` on a length mismatch, an empty or
-    non-finite input or a negative A* or E*.
+    Computed exactly, with the pruning proved in ``_igd_plus`` (tested against
+    :func:`pareto_gap_by_definition`; ``benchmarks/scoring.py`` measures the two).
+    ``ValueError`` on a length mismatch, an empty or non-finite input or a negative A* or E*.
     """
     names = ("au_hat", "eu_hat", "au_true", "eu_true")
     ah, eh, at, et = (as_vector(nm, v, finite=True)
@@ -365,3 +365,46 @@ def pareto_gap(au_hat, eu_hat, au_true, eu_true) -> ParetoGapResult:
     else:
         normalised = None
     return ParetoGapResult(raw=raw, normalised=normalised)
+
+
+def pareto_gap_by_definition(au_hat, eu_hat, au_true, eu_true) -> ParetoGapResult:
+    """:func:`pareto_gap` computed literally, every oracle point against every achievable point
+    (O(51·101 × 91·101) distances; slow). The reference the fast computation is tested and
+    benchmarked against (``benchmarks/scoring.py``); not used by the pipeline."""
+    names = ("au_hat", "eu_hat", "au_true", "eu_true")
+    ah, eh, at, et = (as_vector(nm, v, finite=True)
+                      for nm, v in zip(names, (au_hat, eu_hat, au_true, eu_true), strict=True))
+    n = at.size
+    total = at + et
+
+    def surface(scores):
+        pts = []
+        for sc in scores:
+            order = np.argsort(sc, kind="stable")
+            for j in range(GAP_LEVELS + 1):
+                acc = order[: (j * n) // GAP_LEVELS]          # ⌊(j/100)·N⌋
+                pts.append((1.0 - j / GAP_LEVELS, total[acc].sum() / n, et[acc].sum() / n))
+        return np.array(pts)
+
+    oracle = surface([(1 - lam) * at + lam * et
+                      for lam in np.linspace(0.5, 1.0, GAP_ORACLE_WEIGHTS)])
+    achievable = surface([math.cos(t) * ah + math.sin(t) * eh
+                          for t in np.linspace(0.0, 2 * math.pi, GAP_DIRECTIONS,
+                                               endpoint=False)])
+
+    def igd_plus(ref: np.ndarray, found: np.ndarray) -> float:
+        # repeated points change neither a minimum over the achievable points nor, counted with
+        # their multiplicity, the mean over the oracle points
+        found = np.unique(found, axis=0)
+        ref, weight = np.unique(ref, axis=0, return_counts=True)
+        mins = []
+        for chunk in np.array_split(ref, max(1, ref.shape[0] // 200)):
+            diff = np.maximum(found[None, :, :] - chunk[:, None, :], 0.0)
+            mins.append(np.sqrt((diff ** 2).sum(axis=2)).min(axis=1))
+        return float(np.dot(np.concatenate(mins), weight) / weight.sum())
+
+    raw = igd_plus(oracle, achievable)
+    if not (total.mean() > 0 and et.mean() > 0):
+        return ParetoGapResult(raw=raw, normalised=None)
+    scale = np.array([1.0, total.mean(), et.mean()])
+    return ParetoGapResult(raw=raw, normalised=igd_plus(oracle / scale, achievable / scale))
