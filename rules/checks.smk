@@ -32,7 +32,8 @@ rule checks:
         instances=path("instances"),
         sensitivity=path("table3_rhat101"),
         figure=path("rank_histograms"),
-        family_figures=[path("rank_histogram_family", prior=p) for p in IMPLEMENTED_PRIORS],
+        family_figures=rank_histogram_figures(),
+        pdfs=[pdf_of(p) for p in [path("rank_histograms"), *rank_histogram_figures()]],
     params:
         scale=config["scale"],
         n_valid=config["seeds"]["valid_per_cell"],

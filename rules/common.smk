@@ -161,6 +161,22 @@ def evaluation_tables():
     return [path("evaluation_table", name=n) for n in grid.EVALUATION_TABLES]
 
 
+def pdf_of(png):
+    """The PDF written beside a figure's PNG."""
+    return png[: -len(".png")] + ".pdf"
+
+
+def report_figures():
+    """The report's figures, PNG and PDF."""
+    pngs = [path("figure", name=n) for n in grid.REPORT_FIGURES]
+    return pngs + [pdf_of(p) for p in pngs]
+
+
+def rank_histogram_figures():
+    """The rank histograms of the implemented families (one PNG each)."""
+    return [path("rank_histogram_family", prior=p) for p in IMPLEMENTED_PRIORS]
+
+
 def all_disentanglement_runs(wildcards=None):
     """One Disentanglement Error experiment per configured (condition, seed, method)."""
     return [c.path("disentanglement", seed=s, method=m)

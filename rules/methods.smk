@@ -63,15 +63,21 @@ rule aggregate_scores:
         scores=all_score_tables,
         instances=path("instances"),
         disentanglement=all_disentanglement_runs,
+        table3=path("table3"),
+        rank_histograms=rank_histogram_figures(),
+        deviations=os.path.join(workflow.basedir, "docs/deviations.md"),
     output:
         table=path("score_table"),
         sensitivity=path("score_table_rhat101"),
-        figure=path("score_figure"),
         tables=evaluation_tables(),
         long=path("metrics_long"),
         page=path("tables_page"),
+        figures=report_figures(),
+        report=path("report"),
+        manifest=path("report_manifest"),
     params:
         scale=config["scale"],
+        config=config,
         correlation=config["disentanglement"]["correlation"],
     log:
         "results/logs/aggregate_scores.log",

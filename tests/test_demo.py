@@ -1,6 +1,7 @@
 """Slow tier: the demo preset end to end in a scratch directory, then its budget and outputs."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -13,13 +14,21 @@ from tests.workflow_helpers import REPO, snakemake
 pytestmark = pytest.mark.workflow
 
 
-@pytest.mark.slow
-def test_demo_end_to_end_within_budget(tmp_path):
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The demo preset run once; its outputs serve every test of this module."""
+    tmp_path = tmp_path_factory.mktemp("demo")
     # the 15-minute budget is checked on the jobs' wall clock below; the timeout only guards
     # against a hang (the helper's 10-minute default is shorter than the demo may take)
     run = snakemake(tmp_path, "--cores", "2", "--configfile", str(REPO / "presets/demo.yaml"),
                     timeout=20 * 60)
     assert run.returncode == 0, run.stderr[-3000:]
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_demo_end_to_end_within_budget(demo):
+    tmp_path = demo
     budget = subprocess.run(
         [sys.executable, str(REPO / "benchmarks/demo_budget.py"), "--results",
          str(tmp_path / "results"), "--preset", str(REPO / "presets/demo.yaml")],
@@ -67,3 +76,47 @@ def test_demo_end_to_end_within_budget(tmp_path):
     assert len(swept["trials"]) == 6 and swept["best_trial"] is not None
     fixed = json.loads((tuning / "diamonds/gp/bump/ood/dkl.json").read_text())
     assert fixed["n_trials"] == 0 and fixed["config"]["num_iters"] == 150
+
+
+@pytest.mark.slow
+def test_report_opens_in_a_real_browser(demo):
+    """The demo's HTML report in headless Chromium (Debian's chromium and chromium-driver,
+    which .ci/run installs): every image loaded, every table of the manifest on the page, a
+    screenshot saved beside the report."""
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver_path, (
+        "this test needs Debian's chromium and chromium-driver (`apt-get install chromium "
+        "chromium-driver`; .ci/run installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    report = demo / "results/report/index.html"
+    manifest = json.loads((demo / "results/report/manifest.json").read_text())
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1400,2200"):
+        options.add_argument(flag)
+    browser = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        browser.get(report.resolve().as_uri())
+        images = browser.execute_script(
+            "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, "
+            "i.naturalWidth]);")
+        tables = browser.execute_script(
+            "return Array.from(document.querySelectorAll('section.table'))"
+            ".filter(s => s.querySelector('table')).map(s => s.dataset.table);")
+        text = browser.execute_script("return document.body.innerText;")
+        screenshot = demo / "results/report/screenshot.png"
+        assert browser.save_screenshot(str(screenshot))
+    finally:
+        browser.quit()
+    assert len(images) == len(manifest["figures"]) >= 7
+    broken = [src for src, complete, width in images if not (complete and width > 0)]
+    assert not broken, f"images that did not load: {broken}"
+    assert sorted({src for src, _, _ in images}) == sorted(manifest["figures"])
+    assert set(manifest["tables"]) <= set(tables), set(manifest["tables"]) - set(tables)
+    assert {"table3", "scores", "table7", "table8", "disentanglement"} <= set(tables)
+    assert "demo scale — not comparable to the paper" in text
+    assert "Deviations from the paper" in text and "Configuration of this run" in text
+    assert screenshot.stat().st_size > 10_000

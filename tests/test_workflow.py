@@ -191,7 +191,8 @@ def test_smoke_preset_end_to_end(tmp_path):
     de = pd.read_csv(tables / "disentanglement.csv")
     assert de["method"].tolist() == ["blr"] and de["status"].iloc[0] == "ok"
     assert de["n_fits"].iloc[0] == 90 and np.isfinite(de[["de", "de_true"]].to_numpy()).all()
-    for png in ("rank_histograms.png", "scores.png"):
+    for png in ("rank_histograms.png", "fig2_mean_rho.png", "fig3a_entanglement.png",
+                "fig8_per_dataset_eu.png"):
         assert (tmp_path / "results/figures" / png).stat().st_size > 1000
     # BLR was tuned (4 trials in the smoke preset) and every seed used the sweep's winner.
     condition = "concrete/gp/smooth_monotone/balanced"

@@ -108,13 +108,17 @@ def _cmd_outputs(args) -> int:
                                   ("instances (valid / dropped)", "instances", {}),
                                   ("rank histograms", "rank_histograms", {}), *figures,
                                   ("scores (mean ρ per method and target)", "score_table", {}),
-                                  ("scores figure", "score_figure", {}),
+                                  *((f"figure: {n}", "figure", {"name": n})
+                                    for n in grid.REPORT_FIGURES),
                                   ("every evaluation table, on one page", "tables_page", {}),
                                   ("every (method, instance, metric)", "metrics_long", {}),
                                   *((f"table: {n}", "evaluation_table", {"name": n})
                                     for n in grid.EVALUATION_TABLES)):
             path = Path(grid.path(kind, root, **keys))
             print(f"  {label}: {path}" + ("" if path.exists() else "  (missing)"))
+        report = Path(grid.path("report", root))
+        print(f"report (open in a browser): {report.resolve().as_uri()}"
+              + ("" if report.exists() else "  (missing)"))
     return 0
 
 

@@ -40,7 +40,7 @@ from postrisk.grid.jobs import (
     stage_rules,
     workflow_rules,
 )
-from postrisk.grid.paths import EVALUATION_TABLES, RESULTS, TEMPLATES, path
+from postrisk.grid.paths import EVALUATION_TABLES, REPORT_FIGURES, RESULTS, TEMPLATES, path
 from postrisk.grid.plan import (
     RulePlan,
     config_digest,
@@ -64,6 +64,7 @@ from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 
 __all__ = [
     "EVALUATION_TABLES",
+    "REPORT_FIGURES",
     "disentanglement_units",
     "COVERAGES", "Condition", "ConfigError", "Job", "METHODS", "NOISE_MODES", "PRIORS",
     "RESULTS", "RHAT_STRICT", "RHAT_THRESHOLD", "Resources", "RulePlan", "SeedPolicy",

@@ -27,7 +27,9 @@ TEMPLATES: dict[str, str] = {
     "rank_histogram_family": "figures/rank_histograms_{prior}.png",
     "score_table": "tables/scores.csv",
     "score_table_rhat101": "tables/scores_rhat101.csv",
-    "score_figure": "figures/scores.png",
+    "figure": "figures/{name}.png",
+    "report": "report/index.html",
+    "report_manifest": "report/manifest.json",
     "evaluation_table": "tables/{name}.csv",
     "tables_page": "tables/tables.md",
     "metrics_long": "tables/metrics_long.csv",
@@ -38,6 +40,11 @@ TEMPLATES: dict[str, str] = {
 EVALUATION_TABLES = ("metric_means", "table7", "table8", "table9", "table10", "matched_prior",
                      "matched_prior_ranks", "shells", "rhat_sensitivity", "noise_shape",
                      "disentanglement")
+
+#: The figures of the run's report (``figures/<name>.png`` and ``.pdf``): paper Figures 2, 3A,
+#: 7 and per-dataset panels (8–9); ``postrisk.report.figures.FIGURES`` captions each.
+REPORT_FIGURES = ("fig2_mean_rho", "fig3a_entanglement", "fig7_matched_prior",
+                  "fig8_per_dataset_eu", "fig9_per_dataset_au")
 
 #: Every key a template may use, each matching itself as a Snakemake wildcard.
 WILDCARDS = {key: "{" + key + "}" for key in

@@ -74,13 +74,33 @@ def _table3_over(task_paths, instances: pd.DataFrame, column: str, scale: str,
     return table, points
 
 
+def uniform_band(expected: np.ndarray, n_points: int, level: float = 0.95
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Per bin, the central ``level`` range of the share a calibrated sampler's histogram of
+    ``n_points`` independent ranks would show: Binomial(n_points, p_b)/n_points quantiles with
+    p_b the exact bin probability. Points of one instance share a posterior, so the observed
+    spread can exceed this band somewhat even for an exact sampler."""
+    from scipy.stats import binom
+
+    lo = binom.ppf((1 - level) / 2, n_points, expected) / n_points
+    hi = binom.ppf((1 + level) / 2, n_points, expected) / n_points
+    return lo, hi
+
+
 def _rank_histogram_axes(ax, prior: str, shares: np.ndarray, expected: np.ndarray,
-                         n_inst: int) -> None:
-    ax.bar(np.arange(shares.size), shares, width=0.9, color="tab:blue")
+                         n_inst: int, n_points: int) -> None:
+    bins = np.arange(shares.size)
+    lo, hi = uniform_band(expected, n_points)
+    ax.fill_between(np.arange(shares.size + 1) - 0.5, np.append(lo, lo[-1]),
+                    np.append(hi, hi[-1]), step="post", color="0.85", lw=0,
+                    label="95% band, uniform")
+    ax.bar(bins, shares, width=0.9, color="tab:blue", alpha=0.85, label="observed")
     # the exact bin probabilities of a calibrated sampler (D + 1 ranks in 20 bins)
     ax.step(np.arange(shares.size + 1) - 0.5, np.append(expected, expected[-1]), where="post",
-            color="k", lw=1, ls="--")
-    ax.set_title(f"{prior.upper()}: rank of f* among draws ({n_inst} instances)", fontsize=9)
+            color="k", lw=1, ls="--", label="expected")
+    ax.legend(fontsize=6, loc="lower center")
+    ax.set_title(f"{prior.upper()}: rank of f* among draws ({n_inst} instances, "
+                 f"{n_points:,} points)", fontsize=9)
     ax.set_xlabel(f"rank bin ({shares.size})")
     ax.set_ylabel("share")
 
@@ -102,16 +122,19 @@ def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
         strict_table.insert(1, "restriction", f"BNN max R̂ ≤ {RHAT_STRICT}")
         Path(sensitivity_csv).parent.mkdir(parents=True, exist_ok=True)
         strict_table.to_csv(sensitivity_csv, index=False)
-    n_inst = {p: int(((instances["prior"] == p) & instances["valid"]).sum()) for p in points}
+    valid = {p: (instances["prior"] == p) & instances["valid"] for p in points}
+    n_inst = {p: int(v.sum()) for p, v in valid.items()}
+    n_pts = {p: int(instances.loc[v, "n_eval"].sum()) for p, v in valid.items()}
     fig, axes = plt.subplots(1, len(points), figsize=(4.5 * len(points), 3.2), squeeze=False)
     for ax, (prior, pts) in zip(axes[0], points.items(), strict=True):
-        _rank_histogram_axes(ax, prior, pts["rank_hist"], pts["rank_expected"], n_inst[prior])
+        _rank_histogram_axes(ax, prior, pts["rank_hist"], pts["rank_expected"], n_inst[prior],
+                             n_pts[prior])
     save_figure(fig, figure_png, scale)
     for prior, path in (family_figures or {}).items():
         fig, ax = plt.subplots(figsize=(4.5, 3.2))
         if prior in points:
             _rank_histogram_axes(ax, prior, points[prior]["rank_hist"],
-                                 points[prior]["rank_expected"], n_inst[prior])
+                                 points[prior]["rank_expected"], n_inst[prior], n_pts[prior])
         else:
             ax.text(0.5, 0.5, f"{prior.upper()}: no valid instance", ha="center", va="center")
             ax.set_axis_off()

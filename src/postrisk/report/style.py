@@ -14,10 +14,12 @@ def scale_note(scale: str) -> str:
 
 
 def save_figure(fig, path, scale: str) -> None:
+    """Save ``fig`` as ``path`` (PNG) and as a PDF beside it, with the scale note on top."""
     note = scale_note(scale)
     if note:
         fig.suptitle(note, fontsize=9, color="tab:red")
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
+    fig.savefig(Path(path).with_suffix(".pdf"))
     plt.close(fig)

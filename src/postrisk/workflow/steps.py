@@ -255,19 +255,20 @@ def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figur
     return result
 
 
-def report_scores(scores: Sequence[str | Path], instances: str, table: str, figure: str,
-                  scale: str, sensitivity: str | None = None, tables_dir: str | None = None,
+def report_scores(scores: Sequence[str | Path], instances: str, table: str, scale: str,
+                  sensitivity: str | None = None, tables_dir: str | None = None,
                   long_table: str | None = None, markdown: str | None = None,
-                  disentanglement: Sequence[str | Path] = (),
-                  correlation: str = "pearson") -> pd.DataFrame:
+                  disentanglement: Sequence[str | Path] = (), correlation: str = "pearson",
+                  report=None) -> pd.DataFrame:
     """Mean ρ per method and target over the valid instances; ``sensitivity``: the same over
     those whose BNN R̂ ≤ 1.01; ``tables_dir``: every evaluation table, ``long_table`` and the
-    ``markdown`` page of them all."""
+    ``markdown`` page of them all; ``report``: the figures and the HTML report
+    (:class:`postrisk.report.scores.ReportInputs`)."""
     from postrisk.report.scores import write_scores
 
-    result = write_scores(scores, instances, table, figure, scale, np.random.default_rng(0),
+    result = write_scores(scores, instances, table, scale, np.random.default_rng(0),
                           sensitivity, tables_dir=tables_dir, long_csv=long_table,
                           markdown=markdown, disentanglement=disentanglement,
-                          correlation=correlation)
+                          correlation=correlation, report=report)
     logger.info("\n%s", result.to_string())
     return result
