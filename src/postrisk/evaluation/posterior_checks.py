@@ -41,7 +41,8 @@ def paper_table3(prior: str) -> dict[str, object]:
 
 def bootstrap_pooled_share(hits: np.ndarray, totals: np.ndarray, rng: np.random.Generator,
                            n_boot: int = 2000, level: float = 0.95) -> tuple[float, float, float]:
-    """Pooled share Σhits/Σtotals with a percentile bootstrap over whole instances."""
+    """Pooled share Σhits/Σtotals with a percentile bootstrap over whole units (instances for
+    Table 3, datasets for the evaluation tables)."""
     hits, totals = np.asarray(hits, dtype=float), np.asarray(totals, dtype=float)
     pooled = hits.sum() / totals.sum()
     idx = rng.integers(hits.size, size=(n_boot, hits.size))

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from postrisk.evaluation.agreement import kendalls_tau, kendalls_w, rank_moves
+from postrisk.evaluation.posterior_checks import bootstrap_pooled_share
 from postrisk.methods.registry import METHOD_GROUPS
 
 #: Fewest datasets for which a bootstrap interval over datasets is reported.
@@ -55,9 +56,9 @@ def bootstrap_mean_interval(values: pd.Series, datasets: pd.Series, rng: np.rand
     per = values[keep].groupby(datasets[keep]).agg(["sum", "count"])
     if len(per) < MIN_DATASETS:
         return (np.nan, np.nan)
-    idx = rng.integers(len(per), size=(n_boot, len(per)))
-    boot = per["sum"].to_numpy()[idx].sum(1) / per["count"].to_numpy()[idx].sum(1)
-    return tuple(float(q) for q in np.quantile(boot, [0.025, 0.975]))
+    _, lo, hi = bootstrap_pooled_share(per["sum"].to_numpy(), per["count"].to_numpy(), rng,
+                                       n_boot=n_boot)
+    return (float(lo), float(hi))
 
 
 def mean_table(scores: pd.DataFrame, columns: Mapping[str, str], rng: np.random.Generator,

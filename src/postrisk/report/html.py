@@ -24,7 +24,7 @@ import pandas as pd
 import yaml
 
 from postrisk.core.io import write_text_atomic
-from postrisk.report.style import scale_note
+from postrisk.report.style import format_value, scale_note
 
 #: Rows above which a table is shown in part (the CSV beside it holds every row).
 MAX_ROWS = 400
@@ -70,19 +70,10 @@ class ReportTable:
 
 
 def _cell(value: object) -> tuple[str, str]:
-    """(text, css class) of one table cell; NaN and None print as "n/a"."""
-    if value is None:
-        return "n/a", ""
-    if isinstance(value, bool | np.bool_):
-        return str(bool(value)), "text"
-    if isinstance(value, int | np.integer):
-        return str(int(value)), ""
-    if isinstance(value, float | np.floating):
-        v = float(value)
-        if v != v:
-            return "n/a", ""
-        return (f"{v:.3f}" if abs(v) < 1e4 else f"{v:.4g}"), ""
-    return html.escape(str(value)), "text"
+    """(HTML text, css class) of one table cell: numbers right-aligned, text left."""
+    numeric = (value is None or isinstance(value, int | float | np.integer | np.floating)
+               ) and not isinstance(value, bool | np.bool_)
+    return html.escape(format_value(value)), ("" if numeric else "text")
 
 
 def table_html(table: ReportTable, rel: str | None) -> str:

@@ -5,8 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 
 DEMO_NOTE = "{scale} scale — not comparable to the paper"
+
+
+def format_value(value: object) -> str:
+    """A table cell as text: ``None`` and NaN as "n/a", floats with 3 decimals (4 significant
+    digits from 10⁴ on), integers and booleans as written."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        if v != v:
+            return "n/a"
+        return f"{v:.3f}" if abs(v) < 1e4 else f"{v:.4g}"
+    return str(value)
 
 
 def scale_note(scale: str) -> str:

@@ -7,7 +7,6 @@ names, the paper's numbers (:mod:`postrisk.evaluation.paper`), the scale column 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from postrisk.evaluation import tables as T
 from postrisk.evaluation.paper import paper_value
 from postrisk.evaluation.scoring import METRICS, aggregate_metrics
 from postrisk.methods.registry import DISPLAY_NAMES
-from postrisk.report.style import scale_note
+from postrisk.report.style import format_value, scale_note
 
 REFERENCE_DISPLAY = {"oracle": "Oracle", "mahalanobis": "Mahalanobis", "knn10": "10-NN",
                      "constant_au": "Constant AU"}
@@ -187,19 +186,11 @@ def disentanglement_table(runs: Sequence[pd.DataFrame], correlation: str) -> Tab
 
 
 # -- rendering -------------------------------------------------------------------------------
-def _cell(value: object) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float | np.floating):
-        return "n/a" if math.isnan(value) else f"{value:.3f}"
-    return str(value)
-
-
 def markdown_table(frame: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table; NaN and None print as "n/a"."""
     head = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(_cell(v) for v in row) + " |"
+    body = ["| " + " | ".join(format_value(v) for v in row) + " |"
             for row in frame.itertuples(index=False)]
     return "\n".join([head, rule, *body])
 
