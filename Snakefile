@@ -15,6 +15,7 @@ include: "rules/tasks.smk"
 include: "rules/checks.smk"
 include: "rules/methods.smk"
 include: "rules/disentanglement.smk"
+include: "rules/release.smk"
 
 
 rule all:

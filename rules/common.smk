@@ -22,6 +22,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 from postrisk import grid
 # The store schema versions are params of the jobs that write stores, so a store written by
 # another version of the code is rebuilt by the next run (a job whose params changed reruns).
+from postrisk.core.io import digest
 from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.registry import registry as dataset_registry
 from postrisk.grid import Condition, path
@@ -204,6 +205,39 @@ def fetch_params(wildcards):
         "retries": cov.get("fetch_retries", 3),
         "timeout_s": cov.get("fetch_timeout_s", 30),
     }
+
+
+#: Documents every release carries, from the repository's root.
+RELEASE_DOCUMENTS = ("DATA_CARD.md", "CITATION.cff")
+#: The configuration's digest, recorded in a release's manifest.
+RELEASE_CONFIG_DIGEST = digest(config)
+
+
+def release_datasets():
+    """The datasets a release holds: those with an implemented condition."""
+    return sorted({c.dataset for c in CONDITIONS})
+
+
+def release_covariate_stores():
+    return [path("covariates", dataset=d) for d in release_datasets()]
+
+
+def release_prior_files():
+    """Each (dataset, prior)'s fitted prior settings (scale constant, kernel)."""
+    pairs = sorted({(c.dataset, c.prior) for c in CONDITIONS})
+    return [path("prior", dataset=d, prior=p) for d, p in pairs]
+
+
+def release_files():
+    """The files of a release besides its manifest: one per (dataset, prior), one per dataset,
+    and the documents."""
+    from postrisk.release import dataset_file, instances_file
+
+    pairs = sorted({(c.dataset, c.prior) for c in CONDITIONS})
+    names = [instances_file(d, p) for d, p in pairs]
+    names += [dataset_file(d) for d in release_datasets()]
+    names += [os.path.basename(d) for d in RELEASE_DOCUMENTS]
+    return [path("release_file", name=n) for n in names]
 
 
 def all_targets(wildcards):

@@ -1,7 +1,14 @@
-"""A real HTTP server on 127.0.0.1 that plays OpenML's and UCI's APIs for fetch tests."""
+"""A real HTTP server on 127.0.0.1 that plays OpenML's and UCI's APIs for fetch tests (and
+serves files to the download tests).
+
+``routes``: path -> body answered with 200; ``failures``: path -> status codes answered first,
+one per request; ``cutoffs``: path -> how many requests (after any failures) get a cut-off
+answer: the full ``Content-Length`` header, half the body, then the connection is closed;
+``hits``: requests per path."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,6 +18,7 @@ class FakeSources:
     def __init__(self):
         self.routes: dict[str, bytes] = {}
         self.failures: dict[str, list[int]] = {}  # path -> status codes to answer first
+        self.cutoffs: dict[str, int] = {}  # path -> requests answered with half the body
         self.hits: Counter[str] = Counter()
         sources = self
 
@@ -27,6 +35,15 @@ class FakeSources:
                     return
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
+                if sources.cutoffs.get(self.path, 0) > 0:
+                    sources.cutoffs[self.path] -= 1
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(body[:len(body) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)  # the rest never comes
+                    return
                 self.end_headers()
                 self.wfile.write(body)
 

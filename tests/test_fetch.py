@@ -73,7 +73,7 @@ def uci_routes(server):
 
 def settings(tmp_path, server_url="http://127.0.0.1:9", **kw):
     base = dict(raw_dir=tmp_path / "raw", openml_url=server_url, uci_url=server_url,
-                retries=2, timeout_s=5, backoff_s=0.0)
+                retries=2, timeout_s=5)
     base.update(kw)
     return FetchSettings(**base)
 

@@ -5,7 +5,7 @@ from postrisk.core.io import package_version
 
 __version__ = package_version()
 
-__all__ = ["Task", "validate_store", "__version__"]
+__all__ = ["Task", "list_tasks", "load_task", "validate_store", "__version__"]
 
 
 def __getattr__(name: str):
@@ -14,6 +14,10 @@ def __getattr__(name: str):
         from postrisk.tasks.store import validate_store
 
         return validate_store
+    if name in ("load_task", "list_tasks"):
+        from postrisk.release import load
+
+        return getattr(load, name)
     if name == "Task":
         from postrisk.tasks.task import Task
 

@@ -1,4 +1,5 @@
-"""The `postrisk` command line: covariates, verification, the plan of a config, conda envs."""
+"""The `postrisk` command line: covariates, verification, the plan of a config, conda envs, the
+released suite's download."""
 
 from __future__ import annotations
 
@@ -122,6 +123,38 @@ def _cmd_outputs(args) -> int:
     return 0
 
 
+def _cmd_download(args) -> int:
+    """Download (a part of) a released suite and verify every file."""
+    from postrisk.core.download import DownloadError
+    from postrisk.release.download import (
+        ReleaseDownloadFailed,
+        ReleaseURLMissing,
+        download_release,
+    )
+    from postrisk.release.load import ReleaseError
+
+    release = grid.load_config("config.yaml", *(args.configfiles or []))["release"]
+    dest = args.dest or Path(release["download_dir"])
+    try:
+        report = download_release(args.url or release["base_url"], dest,
+                                  datasets=args.datasets or release.get("datasets"),
+                                  priors=args.priors or release.get("priors"),
+                                  retries=args.retries or release.get("retries", 3),
+                                  timeout_s=release.get("timeout_s", 60))
+    except ReleaseURLMissing as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (ReleaseDownloadFailed, DownloadError, ReleaseError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"{len(report.downloaded)} file(s) downloaded and verified "
+          f"({report.bytes_downloaded / 1e6:.1f} MB in {report.seconds:.1f} s), "
+          f"{len(report.skipped)} already here and valid; release in {dest}")
+    print(f"load a task: postrisk.load_task('<dataset>/<prior>/<noise>/<coverage>/<seed>', "
+          f"root={str(dest)!r}); list them: postrisk.list_tasks(root={str(dest)!r})")
+    return 0
+
+
 def _cmd_envs(args) -> int:
     from postrisk.workflow.envs import stale_envs, write_envs
 
@@ -177,6 +210,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="config files merged over config.yaml (repeatable)")
     p.add_argument("--results", default=grid.RESULTS)
     p.set_defaults(func=_cmd_outputs)
+
+    p = sub.add_parser("download", help="download the released suite (all, or some datasets "
+                       "and priors) and verify every file's sha256")
+    p.add_argument("--url", help="the release's base URL, the folder holding manifest.json "
+                   "(default: release.base_url of the config)")
+    p.add_argument("--dataset", dest="datasets", action="append",
+                   help="download this dataset's files only (repeatable)")
+    p.add_argument("--prior", dest="priors", action="append",
+                   help="download this prior family's files only (repeatable)")
+    p.add_argument("--dest", type=Path,
+                   help="where to put the release (default: release.download_dir)")
+    p.add_argument("--retries", type=int, help="attempts per file (default: release.retries)")
+    p.add_argument("--configfile", dest="configfiles", action="append",
+                   help="config files merged over config.yaml (repeatable)")
+    p.set_defaults(func=_cmd_download)
 
     p = sub.add_parser("envs", help="generate workflow/envs/*.yaml from uv.lock")
     mode = p.add_mutually_exclusive_group()

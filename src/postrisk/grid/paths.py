@@ -34,6 +34,7 @@ TEMPLATES: dict[str, str] = {
     "tables_page": "tables/tables.md",
     "metrics_long": "tables/metrics_long.csv",
     "disentanglement": "disentanglement/{dataset}/{prior}/{noise}/{coverage}/{seed}/{method}.csv",
+    "release_file": "release/{name}",
 }
 
 #: The evaluation tables written beside the mean-ρ table (``tables/<name>.csv``).

@@ -36,6 +36,16 @@ class TaskKey:
                 for name, child in zip(STREAMS, children, strict=True)}
 
     @classmethod
+    def parse(cls, label: str) -> TaskKey:
+        """The key of a label ``dataset/prior/noise/coverage/seed`` (:attr:`label`)."""
+        parts = str(label).strip("/").split("/")
+        if len(parts) != 5 or not parts[4].isdigit():
+            raise ValueError(f"{label!r} is not an instance key: expected "
+                             "dataset/prior/noise/coverage/seed, e.g. "
+                             "concrete/gp/smooth_monotone/balanced/0")
+        return cls(*parts[:4], int(parts[4]))
+
+    @classmethod
     def from_attrs(cls, attrs: dict) -> TaskKey:
         return cls(attrs["dataset"], attrs["prior"], attrs["noise"], attrs["coverage"],
                    int(attrs["seed"]))

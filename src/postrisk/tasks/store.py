@@ -7,6 +7,7 @@ store** adds the reference posterior. Both are Zarr v3 (via xarray), written ato
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,10 @@ POSTERIOR_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "covered90": (("eval",), "b1"),
     "mcse_var": (("eval",), "f8"),
 }
+#: Task-store variables a released suite leaves out (the draws at the training inputs: the
+#: evaluation needs none of them, and they would double the release). A released instance
+#: names them in its attribute ``released_without``.
+RELEASE_OMITTED = ("posterior_draws_train",)
 #: Per-evaluation-point MCMC diagnostics, present exactly when ``chains`` > 1.
 OPTIONAL_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "rhat": (("eval",), "f8"),
@@ -76,6 +81,18 @@ def _check_vars(ds: xr.Dataset, spec: dict, problems: list[str]) -> None:
             problems.append(f"{name}: dtype {var.dtype}, expected {np.dtype(dtype)}")
 
 
+def released_without(attrs: dict, problems: list[str]) -> tuple[str, ...]:
+    """The variables a released instance leaves out (its ``released_without`` attribute); any
+    but :data:`RELEASE_OMITTED` is a problem."""
+    names = attrs.get("released_without")
+    if names is None:
+        return ()
+    names = tuple(json.loads(names) if isinstance(names, str) else names)
+    problems += [f"released_without names {n!r}, which a release may not leave out"
+                 for n in names if n not in RELEASE_OMITTED]
+    return tuple(n for n in names if n in RELEASE_OMITTED)
+
+
 def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> xr.Dataset:
     """Check a sample or task store against the contract; return it loaded, or raise.
 
@@ -83,7 +100,8 @@ def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> x
     Checks: schema version (a store of another version is refused with how to rebuild it),
     variables with dims and dtypes, attributes, finite values, positive noise variances,
     non-negative posterior variances, evaluation rows disjoint from the training inputs by row
-    index and by value ("no evaluation point is ever a training input").
+    index and by value ("no evaluation point is ever a training input"). A released instance
+    may leave out :data:`RELEASE_OMITTED` (named in its ``released_without`` attribute).
     """
     ds = open_zarr(store) if not isinstance(store, xr.Dataset) else store
     where = store if not isinstance(store, xr.Dataset) else "dataset"
@@ -97,7 +115,9 @@ def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> x
     attrs = TASK_ATTRS if kind == "task" else SAMPLE_ATTRS
     problems += [f"missing attribute {a!r}" for a in attrs if a not in ds.attrs]
     if kind == "task":
-        _check_vars(ds, POSTERIOR_VARIABLES, problems)
+        omitted = released_without(ds.attrs, problems)
+        _check_vars(ds, {k: v for k, v in POSTERIOR_VARIABLES.items() if k not in omitted},
+                    problems)
         chains = int(ds.attrs.get("chains", 1))
         if chains > 1:
             _check_vars(ds, OPTIONAL_VARIABLES, problems)

@@ -4,7 +4,9 @@
 >>> method.fit(task.x_train, task.y_train)
 >>> scores = score_prediction(task, method.predict(task.x_eval))  # postrisk.evaluation.scoring
 
-A method sees only ``x_train``, ``y_train`` and ``x_eval``; everything else is the oracle's.
+A method sees only ``x_train``, ``y_train`` and ``x_eval``; everything else is the oracle's,
+gathered in :attr:`Task.oracle`. ``postrisk.load_task`` opens a task from a released suite or
+a store alike.
 """
 
 from __future__ import annotations
@@ -18,6 +20,21 @@ import xarray as xr
 
 from postrisk.tasks import oracle
 from postrisk.tasks.store import validate_store
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """What only the oracle knows about an instance: the noise variances, the true function
+    f*, and the reference posterior of f at the evaluation points (its draws, mean and
+    variance). A method never sees any of it."""
+
+    noise_var_train: np.ndarray
+    noise_var_eval: np.ndarray
+    f_true_train: np.ndarray
+    f_true_eval: np.ndarray
+    posterior_draws: np.ndarray
+    posterior_mean: np.ndarray
+    posterior_var: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,10 @@ class Task:
         return self.ds["x_eval"].values
 
     # -- the oracle ------------------------------------------------------------------------------
+    @property
+    def oracle(self) -> Oracle:
+        return Oracle(**{name: self.ds[name].values for name in Oracle.__dataclass_fields__})
+
     @property
     def key(self) -> dict:
         return {k: self.ds.attrs[k] for k in ("dataset", "prior", "noise", "coverage", "seed")}

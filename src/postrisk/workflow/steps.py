@@ -272,3 +272,33 @@ def report_scores(scores: Sequence[str | Path], instances: str, table: str, scal
                           correlation=correlation, report=report)
     logger.info("\n%s", result.to_string())
     return result
+
+
+def pack_release(instances: str | Path, covariates: Sequence[str | Path],
+                 priors: Sequence[str | Path], documents: Sequence[str | Path],
+                 out_dir: str | Path, settings: Mapping, scale: str,
+                 config_digest: str) -> dict:
+    """Rule ``release``: the valid instances of the checks' instance table packed into
+    ``out_dir`` with the per-dataset artefacts, the documents and the manifest
+    (:func:`postrisk.release.pack.build_release`)."""
+    from postrisk.grid.paths import path
+    from postrisk.release.pack import build_release, release_instances
+
+    table = pd.read_csv(instances)
+    offered = release_instances(table, lambda key: path("task", **vars(key)))
+    covariate_stores = {Path(p).stem: Path(p) for p in covariates}
+    prior_files = {(Path(p).parent.name, Path(p).stem): Path(p) for p in priors}
+    return build_release(offered, covariate_stores, prior_files, out_dir,
+                         documents=[Path(d) for d in documents], scale=scale,
+                         config_digest=config_digest, max_bytes=int(settings["max_bytes"]),
+                         max_files=int(settings["max_files"]))
+
+
+def download_release(settings: Mapping, out: str | Path) -> None:
+    """Rule ``download``: the release at ``release.base_url`` into ``release.download_dir``
+    (``out`` is its manifest, moved into place last)."""
+    from postrisk.release.download import download_release as download
+
+    download(settings.get("base_url"), Path(out).parent, datasets=settings.get("datasets"),
+             priors=settings.get("priors"), retries=int(settings.get("retries", 3)),
+             timeout_s=float(settings.get("timeout_s", 60)))
