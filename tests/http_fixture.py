@@ -61,3 +61,13 @@ class FakeSources:
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
+
+
+def serve_files(server: FakeSources, directory, prefix: str = "/release") -> str:
+    """Serve every file of ``directory`` at ``<prefix>/<name>``; return the base URL."""
+    from pathlib import Path
+
+    for path in Path(directory).iterdir():
+        if path.is_file():
+            server.routes[f"{prefix}/{path.name}"] = path.read_bytes()
+    return server.url + prefix

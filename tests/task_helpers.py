@@ -16,9 +16,11 @@ def _shells(x: np.ndarray) -> np.ndarray:
     return np.digitize(dist, np.quantile(dist, [0.2, 0.4, 0.6, 0.8])).astype(np.int8)
 
 
-def gp_task(n: int = 80, m: int = 40, d: int = 2, seed: int = 5) -> Task:
+def gp_task(n: int = 80, m: int = 40, d: int = 2, seed: int = 5,
+            key: dict | None = None) -> Task:
     """A small heteroscedastic GP-prior task store, built in memory (exact reference posterior;
-    the posterior draws are only there to satisfy the store contract)."""
+    the posterior draws are only there to satisfy the store contract). ``key``: instance-key
+    fields (dataset, prior, noise, coverage, seed) to record instead of the defaults."""
     rng = np.random.default_rng(seed)
     kernel = Kernel(("matern32",), {"matern32": {"weight": 1.0, "lengthscale": [0.4] * d}})
     a = 1.3
@@ -31,6 +33,7 @@ def gp_task(n: int = 80, m: int = 40, d: int = 2, seed: int = 5) -> Task:
     attrs = {"schema_version": TASK_SCHEMA_VERSION, "store_kind": "task", "dataset": "toy",
              "prior": "gp", "noise": "bump", "coverage": "random", "seed": 3, "a": a,
              "noise_model": "{}", "n": n, "n_eval": m,
+             **(key or {}),
              "prior_params": json.dumps({"family": "gp", "kernel": kernel.to_dict(), "a": a}),
              "noise_to_signal": 0.1, "config_digest": "x", "f_true_sampler": "{}",
              "versions": "{}", "timings": "{}", "sampler_settings": "{}",
@@ -51,7 +54,8 @@ def gp_task(n: int = 80, m: int = 40, d: int = 2, seed: int = 5) -> Task:
         "posterior_draws": (("draw", "eval"),
                             (mean + np.sqrt(var) * rng.standard_normal((draws, m)))
                             .astype(np.float32)),
-        "posterior_draws_train": (("draw", "train"), np.zeros((draws, n), np.float32)),
+        "posterior_draws_train": (("draw", "train"),
+                                  rng.standard_normal((draws, n)).astype(np.float32)),
         "posterior_mean": (("eval",), mean), "posterior_var": (("eval",), var),
         "rank_true": (("eval",), np.zeros(m, np.int32)),
         "covered90": (("eval",), np.ones(m, bool)), "mcse_var": (("eval",), np.zeros(m)),

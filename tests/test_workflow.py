@@ -1,6 +1,7 @@
 """The real DAG: planning, validation, the guard, the smoke preset end to end, lint."""
 
 import json
+import os
 import re
 import socket
 
@@ -161,7 +162,7 @@ def test_unreachable_source_fails_with_clear_message(tmp_path):
 
 def test_smoke_preset_end_to_end(tmp_path):
     run = snakemake(tmp_path, "--cores", "2", "--configfile",
-                    str(REPO / "presets" / "smoke.yaml"))
+                    str(REPO / "presets" / "smoke.yaml"), "all", "release")
     assert run.returncode == 0, run.stderr[-3000:]
     summary = summarize_store(tmp_path / "results/covariates/concrete.zarr")
     assert (summary["d"], summary["N"], summary["n_eval"]) == (8, 1030, 150)
@@ -202,9 +203,52 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert (tmp_path / f"results/tuning/journals/{condition}/blr.log").stat().st_size > 0
     fits = open_zarr(tmp_path / f"results/fits/{condition}/blr.zarr")
     assert json.loads(fits.attrs["config"]) == tuned["config"]
+    # The release: packed, served on 127.0.0.1, downloaded and loaded by the README's snippet as
+    # written; the arrays equal the pipeline's own store.
+    release_round_trip(tmp_path, task)
     # Nothing left to do on a second run.
     again = snakemake(tmp_path, "-n", "--configfile", str(REPO / "presets" / "smoke.yaml"))
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def readme_snippet(marker: str) -> str:
+    """The fenced code block between ``<!-- marker -->`` and ``<!-- /marker -->`` in the
+    README."""
+    text = (REPO / "README.md").read_text()
+    block = text.split(f"<!-- {marker} -->", 1)[1].split(f"<!-- /{marker} -->", 1)[0]
+    return block.split("```bash\n", 1)[1].rsplit("```", 1)[0]
+
+
+def release_round_trip(workdir, store):
+    import subprocess
+
+    import postrisk
+    from tests.http_fixture import FakeSources, serve_files
+
+    manifest = json.loads((workdir / "results/release/manifest.json").read_text())
+    assert [i["key"] for i in manifest["instances"]] == ["concrete/gp/smooth_monotone/balanced/0"]
+    assert manifest["scale"] == "smoke" and manifest["not_shipped"] == []
+    assert {f["name"] for f in manifest["files"]} == {
+        "concrete_gp.zip", "concrete_dataset.zip", "DATA_CARD.md", "CITATION.cff"}
+    user = workdir / "user"
+    user.mkdir()
+    (user / ".venv").symlink_to(REPO / ".venv")
+    with FakeSources() as server:
+        url = serve_files(server, workdir / "results/release")
+        run = subprocess.run(["bash", "-euo", "pipefail", "-c", readme_snippet("release-snippet")],
+                             cwd=user, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "RELEASE_URL": url})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "4 file(s) downloaded and verified" in run.stdout
+    assert "['concrete/gp/smooth_monotone/balanced/0']" in run.stdout
+    assert "(120, 8) (120,) (150, 8)" in run.stdout
+    loaded = postrisk.load_task("concrete/gp/smooth_monotone/balanced/0",
+                                root=user / "postrisk-data", verify=True)
+    own = postrisk.load_task(store)
+    assert set(own.ds.variables) - set(loaded.ds.variables) == {"posterior_draws_train"}
+    for name in loaded.ds.variables:
+        np.testing.assert_array_equal(loaded.ds[name].values, own.ds[name].values,
+                                      err_msg=name)
 
 
 def test_one_task_store_builds_only_what_it_needs(tmp_path):
