@@ -161,8 +161,8 @@ def test_unreachable_source_fails_with_clear_message(tmp_path):
 
 
 def test_smoke_preset_end_to_end(tmp_path):
-    run = snakemake(tmp_path, "--cores", "2", "--configfile",
-                    str(REPO / "presets" / "smoke.yaml"), "all", "release")
+    run = snakemake(tmp_path, "all", "release", "--cores", "2", "--configfile",
+                    str(REPO / "presets" / "smoke.yaml"))
     assert run.returncode == 0, run.stderr[-3000:]
     summary = summarize_store(tmp_path / "results/covariates/concrete.zarr")
     assert (summary["d"], summary["N"], summary["n_eval"]) == (8, 1030, 150)

@@ -126,6 +126,7 @@ def _cmd_outputs(args) -> int:
 def _cmd_download(args) -> int:
     """Download (a part of) a released suite and verify every file."""
     from postrisk.core.download import DownloadError
+    from postrisk.release import DOWNLOAD_DEFAULTS
     from postrisk.release.download import (
         ReleaseDownloadFailed,
         ReleaseURLMissing,
@@ -133,14 +134,21 @@ def _cmd_download(args) -> int:
     )
     from postrisk.release.load import ReleaseError
 
-    release = grid.load_config("config.yaml", *(args.configfiles or []))["release"]
+    release = dict(DOWNLOAD_DEFAULTS)
+    if Path("config.yaml").exists():  # in a checkout: its config, validated
+        release.update(grid.load_config("config.yaml", *(args.configfiles or []))["release"])
+    else:  # elsewhere: the defaults, and the release section of any --configfile
+        import yaml
+
+        for path in args.configfiles or []:
+            release.update((yaml.safe_load(Path(path).read_text()) or {}).get("release") or {})
     dest = args.dest or Path(release["download_dir"])
     try:
         report = download_release(args.url or release["base_url"], dest,
                                   datasets=args.datasets or release.get("datasets"),
                                   priors=args.priors or release.get("priors"),
-                                  retries=args.retries or release.get("retries", 3),
-                                  timeout_s=release.get("timeout_s", 60))
+                                  retries=args.retries or release["retries"],
+                                  timeout_s=release["timeout_s"])
     except ReleaseURLMissing as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -223,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where to put the release (default: release.download_dir)")
     p.add_argument("--retries", type=int, help="attempts per file (default: release.retries)")
     p.add_argument("--configfile", dest="configfiles", action="append",
-                   help="config files merged over config.yaml (repeatable)")
+                   help="config files merged over ./config.yaml if there is one (repeatable)")
     p.set_defaults(func=_cmd_download)
 
     p = sub.add_parser("envs", help="generate workflow/envs/*.yaml from uv.lock")

@@ -11,6 +11,10 @@ MANIFEST = "manifest.json"
 #: What the manifest says it is, and the version of its layout.
 MANIFEST_FORMAT = "postrisk-release"
 MANIFEST_VERSION = 1
+#: Download settings when no workflow configuration is at hand (``postrisk download`` outside
+#: a checkout); the config's ``release`` section overrides them.
+DOWNLOAD_DEFAULTS = {"base_url": None, "download_dir": "resources/release", "datasets": None,
+                     "priors": None, "retries": 3, "timeout_s": 60}
 
 
 def instances_file(dataset: str, prior: str) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from postrisk.grid.paths import TEMPLATES
-from postrisk.release import MANIFEST, MANIFEST_FORMAT, MANIFEST_VERSION
+from postrisk.release import DOWNLOAD_DEFAULTS, MANIFEST, MANIFEST_FORMAT, MANIFEST_VERSION
 from postrisk.release.pack import group_sha256
 from postrisk.tasks.key import TaskKey
 from postrisk.tasks.store import validate_store
@@ -29,7 +29,7 @@ from postrisk.tasks.task import Task
 
 #: The environment variable naming the default root.
 DATA_ENV = "POSTRISK_DATA"
-DEFAULT_ROOT = Path("resources/release")
+DEFAULT_ROOT = Path(DOWNLOAD_DEFAULTS["download_dir"])
 FILTERS = ("dataset", "prior", "noise", "coverage", "seed")
 
 
