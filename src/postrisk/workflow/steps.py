@@ -277,15 +277,16 @@ def report_scores(scores: Sequence[str | Path], instances: str, table: str, scal
 def pack_release(instances: str | Path, covariates: Sequence[str | Path],
                  priors: Sequence[str | Path], documents: Sequence[str | Path],
                  out_dir: str | Path, settings: Mapping, scale: str,
-                 config_digest: str) -> dict:
+                 config_digest: str, results: str | Path = "results") -> dict:
     """Rule ``release``: the valid instances of the checks' instance table packed into
     ``out_dir`` with the per-dataset artefacts, the documents and the manifest
-    (:func:`postrisk.release.pack.build_release`)."""
+    (:func:`postrisk.release.pack.build_release`); ``results``: the run's results folder,
+    where the instances' task stores are."""
     from postrisk.grid.paths import path
     from postrisk.release.pack import build_release, release_instances
 
     table = pd.read_csv(instances)
-    offered = release_instances(table, lambda key: path("task", **vars(key)))
+    offered = release_instances(table, lambda key: path("task", str(results), **vars(key)))
     covariate_stores = {Path(p).stem: Path(p) for p in covariates}
     prior_files = {(Path(p).parent.name, Path(p).stem): Path(p) for p in priors}
     return build_release(offered, covariate_stores, prior_files, out_dir,
