@@ -300,3 +300,14 @@ def test_cli_download(release, tmp_path, capsys):
     said = capsys.readouterr().out
     assert "3 file(s) downloaded and verified" in said and str(tmp_path) in said
     assert [e.label for e in postrisk.list_tasks(tmp_path)] == ["airfoil/gp/bump/balanced/0"]
+
+
+def test_release_config_is_validated():
+    from postrisk.grid import ConfigError, load_config, validate_config
+
+    cfg = load_config("config.yaml")
+    assert cfg["release"]["base_url"] is None and cfg["release"]["max_bytes"] == 50_000_000_000
+    for bad, message in (({"base_url": "ftp://x"}, "base_url"),
+                         ({"priors": ["gpp"]}, "gpp"), ({"max_bytes": 0}, "max_bytes")):
+        with pytest.raises(ConfigError, match=message):
+            validate_config({**cfg, "release": {**cfg["release"], **bad}})

@@ -238,10 +238,21 @@ def release_round_trip(workdir, store):
         run = subprocess.run(["bash", "-euo", "pipefail", "-c", readme_snippet("release-snippet")],
                              cwd=user, capture_output=True, text=True, timeout=300,
                              env={**os.environ, "RELEASE_URL": url})
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "4 file(s) downloaded and verified" in run.stdout
-    assert "['concrete/gp/smooth_monotone/balanced/0']" in run.stdout
-    assert "(120, 8) (120,) (150, 8)" in run.stdout
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "4 file(s) downloaded and verified" in run.stdout
+        assert "['concrete/gp/smooth_monotone/balanced/0']" in run.stdout
+        assert "(120, 8) (120,) (150, 8)" in run.stdout
+        # the workflow's own rule: `snakemake download` from the config's release section
+        settings = workdir / "release.yaml"
+        settings.write_text(yaml.safe_dump({"release": {"base_url": url,
+                                                        "download_dir": "fetched"}}))
+        rule = snakemake(workdir, "download", "--cores", "1", "--configfile",
+                         str(REPO / "presets" / "smoke.yaml"), str(settings))
+        assert rule.returncode == 0, rule.stderr[-3000:]
+    assert (workdir / "fetched/manifest.json").read_text() == \
+        (workdir / "results/release/manifest.json").read_text()
+    assert [t.label for t in postrisk.list_tasks(workdir / "fetched")] == [
+        "concrete/gp/smooth_monotone/balanced/0"]
     loaded = postrisk.load_task("concrete/gp/smooth_monotone/balanced/0",
                                 root=user / "postrisk-data", verify=True)
     own = postrisk.load_task(store)
