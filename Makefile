@@ -19,10 +19,11 @@ help:
 	$(PYTHON) -m venv .tools
 	.tools/bin/pip install --quiet uv
 
-# The environment, exactly as locked, CPU only: the extras offline-data (the GPL-3 copy of Concrete
-# for the demo) and benchmark (GPJax). The lock's `gpu` extra (JAX's CUDA 12 plugin) is never
-# installed here; it only feeds the cluster's GPU environment (workflow/envs/jax-gpu.yaml).
-EXTRAS := --extra offline-data --extra benchmark
+# The environment, exactly as locked, CPU only: everything — the extras pipeline (Snakemake, the
+# samplers, the methods), offline-data (the GPL-3 copy of Concrete for the demo) and benchmark
+# (GPJax). The lock's `gpu` extra (JAX's CUDA 12 plugin) is never installed here; it only feeds
+# the cluster's GPU environment (workflow/envs/jax-gpu.yaml).
+EXTRAS := --extra pipeline --extra offline-data --extra benchmark
 $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
 	$(UV) sync --frozen $(EXTRAS) --compile-bytecode --python $(PYTHON)
 	@touch $@

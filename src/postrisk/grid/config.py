@@ -51,11 +51,11 @@ def _cost_entry() -> dict:
                            "mem_mb_per_size": number, "power": number}}
 
 
-def _cost_model_schema() -> dict:
+def _cost_model_schema(methods: tuple[str, ...] = METHODS) -> dict:
     """``cost_model``: global settings, then per stage one entry, or (stages whose cost depends
     on the family or the method) one entry per family/method with a ``default``."""
     by_name = {"type": "object", "additionalProperties": _cost_entry(),
-               "propertyNames": {"enum": ["default", *PRIORS, *METHODS]},
+               "propertyNames": {"enum": ["default", *PRIORS, *methods]},
                "required": ["default"]}
     return {
         "type": "object", "additionalProperties": False,
@@ -69,8 +69,9 @@ def _cost_model_schema() -> dict:
     }
 
 
-def config_schema() -> dict:
-    """The JSON schema of a workflow configuration (config.yaml merged with a preset)."""
+def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
+    """The JSON schema of a workflow configuration (config.yaml merged with a preset);
+    ``methods``: the method names it may use (the paper's and the outside methods')."""
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
@@ -85,7 +86,19 @@ def config_schema() -> dict:
             "priors": _names(PRIORS),
             "noise_modes": _names(NOISE_MODES),
             "coverages": _names(COVERAGES),
-            "methods": {**_names(METHODS), "minItems": 0},
+            "methods": {**_names(methods), "minItems": 0},
+            # outside methods (module:Class), resolved: name -> location and search space
+            "outside_methods": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object", "additionalProperties": False, "required": ["location"],
+                    "properties": {"location": {"type": "string"},
+                                   "search_space": {"anyOf": [{"type": "null"},
+                                                              {"type": "object"}]}}},
+            },
+            "method_search_spaces": {
+                "type": "object", "additionalProperties": {"type": "object"},
+            },
             "seeds": {
                 "type": "object", "additionalProperties": False,
                 "required": ["valid_per_cell", "candidates"],
@@ -114,7 +127,7 @@ def config_schema() -> dict:
                 "required": ["max_instances"],
                 "properties": {"max_instances": _positive_int()},
             },
-            "cost_model": _cost_model_schema(),
+            "cost_model": _cost_model_schema(methods),
             "gp_prior": {
                 "type": "object", "additionalProperties": False,
                 "required": ["fit_rows", "fit_max_iter", "fit_restarts", "scale_draws"],
@@ -184,11 +197,11 @@ def config_schema() -> dict:
                 "properties": {prior: _narrowing(priors=False) for prior in PRIORS},
             },
             "method_grid": {
-                "type": "object", "propertyNames": {"enum": list(METHODS)},
+                "type": "object", "propertyNames": {"enum": list(methods)},
                 "additionalProperties": _narrowing(),
             },
             "method_settings": {
-                "type": "object", "propertyNames": {"enum": list(METHODS)},
+                "type": "object", "propertyNames": {"enum": list(methods)},
                 "additionalProperties": {"type": "object"},
             },
             "group_by": {
@@ -211,7 +224,7 @@ def config_schema() -> dict:
                     "startup_trials": _positive_int(),
                     "validation_fraction": {"type": "number", "exclusiveMinimum": 0,
                                             "exclusiveMaximum": 1},
-                    "methods": {"anyOf": [{"type": "null"}, {**_names(METHODS), "minItems": 0}]},
+                    "methods": {"anyOf": [{"type": "null"}, {**_names(methods), "minItems": 0}]},
                     "grid": _narrowing(),
                 },
             },
@@ -220,7 +233,7 @@ def config_schema() -> dict:
                 "required": ["methods", "grid", "seeds", "data_fractions",
                              "label_noise_fractions", "runs", "correlation"],
                 "properties": {
-                    "methods": {**_names(METHODS), "minItems": 0},
+                    "methods": {**_names(methods), "minItems": 0},
                     "grid": _narrowing(),
                     "seeds": {"type": "array", "items": {"type": "integer", "minimum": 0},
                               "minItems": 1, "uniqueItems": True},
@@ -283,10 +296,48 @@ def _message(err: jsonschema.ValidationError) -> str:
     return f"config key '{key}': {err.message}"
 
 
+def resolve_outside_methods(cfg: dict) -> None:
+    """Replace each ``module:Class`` entry of ``cfg["methods"]`` by the method's name,
+    registered in this process (``postrisk.methods.registry.register_outside``), and record
+    ``cfg["outside_methods"]`` (name -> location, search space). The search space comes from
+    ``method_search_spaces.<name>`` when given, else from the class. Already resolved entries
+    (a validated configuration validated again) are registered again."""
+    from postrisk.methods.outside import OutsideMethodError, adapt, import_location, is_location
+    from postrisk.methods.registry import register_outside
+
+    spaces = cfg.get("method_search_spaces") or {}
+    outside = dict(cfg.get("outside_methods") or {})
+    try:
+        for spec in outside.values():
+            register_outside(spec["location"], spec.get("search_space"))
+        methods = []
+        for entry in cfg.get("methods") or []:
+            if isinstance(entry, str) and is_location(entry):
+                name = adapt(import_location(entry), entry).name
+                space = spaces.get(name)
+                name = register_outside(entry, space)
+                outside[name] = {"location": entry, "search_space": space}
+                entry = name
+            methods.append(entry)
+    except OutsideMethodError as err:
+        raise ConfigError(f"config key 'methods': {err}") from None
+    unknown = sorted(set(spaces) - set(outside))
+    if unknown:
+        raise ConfigError(f"config key 'method_search_spaces': {unknown} are not outside "
+                          f"methods of 'methods' ({', '.join(outside) or 'none'}); a built-in "
+                          "method's space is declared on its class")
+    if "methods" in cfg:
+        cfg["methods"] = methods
+    if outside:
+        cfg["outside_methods"] = outside
+
+
 def validate_config(config: Mapping[str, Any]) -> dict:
     """Check ``config`` against :func:`config_schema` and the cross-key rules; return a copy."""
     cfg = copy.deepcopy(dict(config))
-    validator = jsonschema.Draft202012Validator(config_schema())
+    resolve_outside_methods(cfg)
+    validator = jsonschema.Draft202012Validator(
+        config_schema((*METHODS, *cfg.get("outside_methods", {}))))
     errors = sorted(validator.iter_errors(cfg), key=lambda e: (len(e.absolute_path), e.path))
     if errors:
         best = jsonschema.exceptions.best_match(errors)

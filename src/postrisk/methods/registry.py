@@ -64,16 +64,66 @@ METHOD_ENTRIES: dict[str, Entry] = {
 }
 
 
+#: Outside methods of this process (``postrisk.methods.outside``): name -> class.
+_OUTSIDE: dict[str, type[UncertaintyMethod]] = {}
+#: The environment variable through which a workflow hands its outside methods to its jobs:
+#: JSON ``{name: {"location": "module:Class", "search_space": {...} | null}}``.
+OUTSIDE_ENV = "POSTRISK_OUTSIDE_METHODS"
+
+
+def register_outside(location: str, search_space: dict | None = None) -> str:
+    """Load the method at ``location`` (``"module:Class"``), register it under its name and
+    return the name. A name of a built-in method, or of another outside class, is an error."""
+    from postrisk.methods.outside import OutsideMethodError, load_outside
+
+    cls = load_outside(location, search_space)
+    name = cls.name
+    if name in METHOD_ENTRIES:
+        raise OutsideMethodError(f"{location}: its name {name!r} is a built-in method's; give "
+                                 "the class another `name`")
+    known = _OUTSIDE.get(name)
+    if known is not None and getattr(known, "location", location) != location:
+        raise OutsideMethodError(f"{location}: name {name!r} is taken by {known.location}")
+    _OUTSIDE[name] = cls
+    return name
+
+
+def outside_methods() -> dict[str, type[UncertaintyMethod]]:
+    """The outside methods registered in this process, including those a workflow handed over
+    through :data:`OUTSIDE_ENV`."""
+    import json
+    import os
+
+    for name, spec in json.loads(os.environ.get(OUTSIDE_ENV) or "{}").items():
+        if name not in _OUTSIDE:
+            register_outside(spec["location"], spec.get("search_space"))
+    return dict(_OUTSIDE)
+
+
 def implemented_methods() -> list[str]:
     return list(METHOD_ENTRIES)
 
 
 def get_method(name: str) -> type[UncertaintyMethod]:
-    """The method class registered under ``name``; ``KeyError`` naming the allowed names."""
-    if name not in METHOD_ENTRIES:
+    """The method class registered under ``name`` (built-in or outside); ``KeyError`` naming
+    the allowed names."""
+    if name in METHOD_ENTRIES:
+        return METHOD_ENTRIES[name].load()
+    outside = _OUTSIDE if name in _OUTSIDE else outside_methods()
+    if name not in outside:
         raise KeyError(f"unknown method {name!r}; implemented: "
-                       f"{', '.join(sorted(METHOD_ENTRIES))}")
-    return METHOD_ENTRIES[name].load()
+                       f"{', '.join(sorted([*METHOD_ENTRIES, *outside]))}")
+    return outside[name]
+
+
+def display_name(name: str) -> str:
+    """The name of a method in the tables: the paper's for the built-in methods, the class's
+    ``display_name`` for an outside one, else ``name`` itself."""
+    if name in DISPLAY_NAMES:
+        return DISPLAY_NAMES[name]
+    if name in _OUTSIDE or name in outside_methods():
+        return str(_OUTSIDE[name].display_name)
+    return name
 
 
 def __getattr__(name: str):

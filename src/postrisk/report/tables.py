@@ -18,7 +18,7 @@ from postrisk.core.io import write_text_atomic
 from postrisk.evaluation import tables as T
 from postrisk.evaluation.paper import paper_value
 from postrisk.evaluation.scoring import METRICS, aggregate_metrics
-from postrisk.methods.registry import DISPLAY_NAMES
+from postrisk.methods.registry import display_name as method_display_name
 from postrisk.report.style import format_value, scale_note
 
 REFERENCE_DISPLAY = {"oracle": "Oracle", "mahalanobis": "Mahalanobis", "knn10": "10-NN",
@@ -43,7 +43,11 @@ class Table:
 
 
 def display_name(method: str) -> str:
-    return DISPLAY_NAMES.get(method, REFERENCE_DISPLAY.get(method, method))
+    """A method's or reference row's name in the tables (an outside method's own
+    ``display_name``)."""
+    if method in REFERENCE_DISPLAY:
+        return REFERENCE_DISPLAY[method]
+    return method_display_name(method)
 
 
 def with_scale(frame: pd.DataFrame, scale: str) -> pd.DataFrame:

@@ -1,0 +1,117 @@
+"""Your method through the paper's metrics in a few lines: :func:`evaluate`.
+
+>>> import postrisk
+>>> scores = postrisk.evaluate(MyModel(), root="postrisk-data", prior="gp")
+>>> scores[["dataset", "prior", "noise", "spearman_eu_posterior_excess_risk", "spearman_au"]]
+
+``model`` is any object with ``fit(x, y)`` and ``predict(x) -> (mean, aleatoric_var,
+epistemic_var)`` — arrays of shape (m,), variances in target units. It is fitted afresh (a deep
+copy of the object as given) on each task's ``x_train``, ``y_train`` and asked to predict at
+``x_eval``; the prediction is scored by :func:`postrisk.evaluation.scoring.score_prediction`, the
+function that writes the pipeline's own score files, so a row here equals the pipeline's row for
+the same fit. A prediction of the wrong shape, with NaN or infinite values or negative variances
+is an error naming the task and the method (the pipeline instead records such a fit as failed).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from postrisk.core.progress import progress_steps
+from postrisk.evaluation.scoring import SCORE_COLUMNS, score_prediction
+from postrisk.methods.runner import check_prediction
+from postrisk.release.load import TaskEntry, list_tasks, load_task
+from postrisk.tasks.key import TaskKey
+from postrisk.tasks.task import Task
+
+logger = logging.getLogger(__name__)
+
+#: The columns of :func:`evaluate`'s table before the score columns (those of the pipeline's
+#: per-condition score files).
+ROW_COLUMNS = ("dataset", "prior", "noise", "coverage", "seed", "heteroscedastic", "method",
+               "kind", "status", "error", "fit_seconds", "predict_seconds")
+
+
+class InvalidPrediction(ValueError):
+    """A model's prediction cannot be scored (shape, non-finite values, negative variances)."""
+
+
+def _task_list(tasks: Any, root: str | Path | None, filters: dict) -> list[tuple[str, Any]]:
+    """(label, Task or loader) for each task named by ``tasks`` (see :func:`evaluate`)."""
+    if tasks is None:
+        entries = list_tasks(root, **filters)
+        if not entries:
+            where = root if root is not None else "the default root"
+            raise LookupError(f"no tasks under {where} match {filters or 'any key'}; download "
+                              "some with `postrisk download`, or name tasks explicitly")
+        return [(e.label, e) for e in entries]
+    if isinstance(tasks, Task | TaskEntry | TaskKey | str | Path):
+        tasks = [tasks]
+    out = []
+    for item in tasks:
+        if isinstance(item, Task):
+            out.append((TaskKey(**item.key).label, item))
+        elif isinstance(item, TaskEntry):
+            out.append((item.label, item))
+        else:
+            out.append((str(item.label if isinstance(item, TaskKey) else item), item))
+    return out
+
+
+def _load(item: Any, root: str | Path | None) -> Task:
+    if isinstance(item, Task):
+        return item
+    if isinstance(item, TaskEntry):
+        return item.load()
+    return load_task(item, root)
+
+
+def evaluate(model: Any, tasks: Task | str | Path | TaskKey | Iterable | None = None, *,
+             root: str | Path | None = None, name: str | None = None,
+             **filters: Any) -> pd.DataFrame:
+    """Fit ``model`` on each task and score it with the pipeline's metrics; one row per task.
+
+    ``tasks``: a :class:`~postrisk.tasks.task.Task`, a key (``"concrete/gp/bump/ood/0"``), a
+    store or packed-instance path, a :class:`~postrisk.release.load.TaskEntry`, or a list of
+    these; None: every task under ``root`` matching ``filters`` (``dataset``, ``prior``,
+    ``noise``, ``coverage``, ``seed``; :func:`~postrisk.release.load.list_tasks`). ``name``: the
+    method's name in the table (default: the model's ``name`` attribute, else its class name).
+
+    Columns: the instance key, ``method``, ``status``, the fit and predict seconds and every
+    score column of the pipeline's score files (``postrisk.evaluation.scoring.METRICS``).
+    Raises :class:`InvalidPrediction` naming the task and the method when a prediction cannot
+    be scored; an exception raised by the model's ``fit`` or ``predict`` propagates.
+    """
+    label = name or getattr(model, "name", None) or type(model).__name__
+    if not (callable(getattr(model, "fit", None)) and callable(getattr(model, "predict", None))):
+        raise TypeError(f"method {label}: needs fit(x, y) and predict(x) -> (mean, "
+                        "aleatoric_var, epistemic_var)")
+    items = _task_list(tasks, root, {k: v for k, v in filters.items() if v is not None})
+    rows = []
+    with progress_steps(len(items), f"[evaluate] {label}", logger) as progress:
+        for task_label, item in items:
+            task = _load(item, root)
+            fitted = copy.deepcopy(model)
+            t0 = time.perf_counter()
+            fitted.fit(task.x_train, task.y_train)
+            fit_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            raw = fitted.predict(task.x_eval)
+            predict_s = time.perf_counter() - t0
+            prediction, reason = check_prediction(raw, task.x_eval.shape[0])
+            if prediction is None:
+                raise InvalidPrediction(f"method {label} on task {task_label}: {reason}")
+            rows.append({**task.key, "heteroscedastic": task.heteroscedastic, "method": label,
+                         "kind": "method", "status": "ok", "error": "", "fit_seconds": fit_s,
+                         "predict_seconds": predict_s, **score_prediction(task, prediction)})
+            progress.advance(message=task_label)
+    frame = pd.DataFrame(rows, columns=[*ROW_COLUMNS, *SCORE_COLUMNS])
+    frame[list(SCORE_COLUMNS)] = frame[list(SCORE_COLUMNS)].astype(float)  # None: NaN
+    return frame
