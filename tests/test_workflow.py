@@ -162,10 +162,22 @@ def test_unreachable_source_fails_with_clear_message(tmp_path):
     assert not (tmp_path / "results/covariates/abalone.zarr").exists()
 
 
-def test_smoke_preset_end_to_end(tmp_path):
-    run = snakemake(tmp_path, "all", "release", "--cores", "2", "--configfile",
+SMOKE_TASK = "results/tasks/concrete/gp/smooth_monotone/balanced/0.zarr"
+SMOKE_CONDITION = "concrete/gp/smooth_monotone/balanced"
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """The smoke preset's whole DAG and its release, run once for the tests below."""
+    workdir = tmp_path_factory.mktemp("smoke")
+    run = snakemake(workdir, "all", "release", "--cores", "2", "--configfile",
                     str(REPO / "presets" / "smoke.yaml"))
     assert run.returncode == 0, run.stderr[-3000:]
+    return workdir
+
+
+def test_smoke_preset_end_to_end(smoke):
+    tmp_path = smoke
     summary = summarize_store(tmp_path / "results/covariates/concrete.zarr")
     assert (summary["d"], summary["N"], summary["n_eval"]) == (8, 1030, 150)
     task = tmp_path / "results/tasks/concrete/gp/smooth_monotone/balanced/0.zarr"
@@ -205,9 +217,15 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert (tmp_path / f"results/tuning/journals/{condition}/blr.log").stat().st_size > 0
     fits = open_zarr(tmp_path / f"results/fits/{condition}/blr.zarr")
     assert json.loads(fits.attrs["config"]) == tuned["config"]
-    # The release: packed, served on 127.0.0.1, downloaded and loaded by the README's snippet as
-    # written; the arrays equal the pipeline's own store.
-    release_round_trip(tmp_path, task)
+    # The outside method (module:Class in the preset) was tuned, fitted and scored by name, and
+    # is in every table that lists methods.
+    knn = json.loads((tmp_path / f"results/tuning/{condition}/knn_uncertainty.json").read_text())
+    assert knn["n_trials"] == 4 and 3 <= knn["config"]["n_neighbors"] <= 50
+    assert "knn_uncertainty" in set(scores["method"])
+    assert scores.loc[scores["method"] == "knn_uncertainty", "display_name"].iloc[0] == "kNN-UQ"
+    for name in ("metric_means", "table8", "table9", "table10", "shells"):
+        assert "knn_uncertainty" in set(pd.read_csv(tables / f"{name}.csv")["method"]), name
+    assert "kNN-UQ" in (tmp_path / "results/report/index.html").read_text()
     # Nothing left to do on a second run.
     again = snakemake(tmp_path, "-n", "--configfile", str(REPO / "presets" / "smoke.yaml"))
     assert "Nothing to be done" in again.stdout + again.stderr
@@ -221,10 +239,15 @@ def readme_snippet(marker: str) -> str:
     return block.split("```bash\n", 1)[1].rsplit("```", 1)[0]
 
 
-def release_round_trip(workdir, store):
+def test_release_round_trip(smoke):
+    """The release: packed by the DAG, served on 127.0.0.1, downloaded and loaded by the
+    README's snippet as written and by rule `download`; the arrays equal the pipeline's own
+    store."""
     import subprocess
 
     import postrisk
+
+    workdir, store = smoke, smoke / SMOKE_TASK
     from tests.http_fixture import FakeSources, serve_files
 
     manifest = json.loads((workdir / "results/release/manifest.json").read_text())
@@ -232,9 +255,10 @@ def release_round_trip(workdir, store):
     assert manifest["scale"] == "smoke" and manifest["not_shipped"] == []
     assert {f["name"] for f in manifest["files"]} == {
         "concrete_gp.zip", "concrete_dataset.zip", "DATA_CARD.md", "CITATION.cff"}
-    user = workdir / "user"
+    user = workdir / "user"  # stands for a checkout: its environment and examples/
     user.mkdir()
     (user / ".venv").symlink_to(REPO / ".venv")
+    (user / "examples").symlink_to(REPO / "examples")
     with FakeSources() as server:
         url = serve_files(server, workdir / "results/release")
         run = subprocess.run(["bash", "-euo", "pipefail", "-c", readme_snippet("release-snippet")],
@@ -244,6 +268,13 @@ def release_round_trip(workdir, store):
         assert "4 file(s) downloaded and verified" in run.stdout
         assert "['concrete/gp/smooth_monotone/balanced/0']" in run.stdout
         assert "(120, 8) (120,) (150, 8)" in run.stdout
+        # the README's evaluate-your-method snippet, as written, on the downloaded task
+        run = subprocess.run(["bash", "-euo", "pipefail", "-c", readme_snippet("evaluate-snippet")],
+                             cwd=user, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "spearman_eu_posterior_excess_risk" in run.stdout
+        assert "knn_uncertainty on 1 task(s)" in run.stdout
+        assert len(pd.read_csv(user / "scores.csv")) == 1
         # the workflow's own rule: `snakemake download` from the config's release section
         settings = workdir / "release.yaml"
         settings.write_text(yaml.safe_dump({"release": {"base_url": url,
@@ -262,6 +293,71 @@ def release_round_trip(workdir, store):
     for name in loaded.ds.variables:
         np.testing.assert_array_equal(loaded.ds[name].values, own.ds[name].values,
                                       err_msg=name)
+
+
+def test_evaluate_gives_the_pipelines_scores(smoke):
+    """`postrisk.evaluate` with BLR at its fit record's configuration and random_state gives
+    the pipeline's own score row for the same instance."""
+    import postrisk
+    from postrisk.evaluation.scoring import SCORE_COLUMNS
+    from postrisk.methods.registry import make_method
+
+    fits = open_zarr(smoke / f"results/fits/{SMOKE_CONDITION}/blr.zarr")
+    config = json.loads(fits.attrs["config"])
+    seed = int(fits["seed"].values[0])
+    own = pd.read_csv(smoke / f"results/scores/{SMOKE_CONDITION}.csv")
+    own = own[(own["method"] == "blr") & (own["seed"] == seed)].iloc[0]
+    ours = postrisk.evaluate(make_method("blr", config, random_state=seed),
+                             smoke / SMOKE_TASK).iloc[0]
+    for column in SCORE_COLUMNS:
+        np.testing.assert_allclose(ours[column], own[column], rtol=1e-10, err_msg=column)
+
+
+@pytest.mark.slow
+def test_light_install_loads_and_evaluates(smoke, tmp_path):
+    """A fresh virtual environment with only the default dependencies (no extras) loads a
+    packed smoke instance and evaluates two methods, with the scores of the full environment."""
+    import shutil
+    import subprocess
+    import sys
+
+    from examples.knn_uncertainty import KNNUncertainty
+
+    import postrisk
+    from postrisk.methods.registry import make_method
+
+    uv = shutil.which("uv") or str(REPO / ".tools/bin/uv")
+    requirements = subprocess.run(
+        [uv, "export", "--frozen", "--no-dev", "--no-hashes", "--no-emit-project", "-q",
+         "--format", "requirements-txt"], cwd=REPO, capture_output=True, text=True, check=True)
+    (tmp_path / "light.txt").write_text(requirements.stdout)
+    venv = tmp_path / "light"
+    python = str(venv / "bin/python")
+    for cmd in ([uv, "venv", "-q", "--python", sys.executable, str(venv)],
+                [uv, "pip", "install", "-q", "--python", python, "-r", str(tmp_path / "light.txt")],
+                [uv, "pip", "install", "-q", "--python", python, "--no-deps", str(REPO)]):
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+    release = smoke / "results/release"
+    script = f"""
+import importlib.util, json
+heavy = ["jax", "numpyro", "bartz", "snakemake", "catboost", "ngboost", "optuna", "sklearn",
+         "matplotlib", "arviz", "equinox", "optax"]
+assert not [m for m in heavy if importlib.util.find_spec(m)], "not a light install"
+import postrisk
+from examples.knn_uncertainty import KNNUncertainty
+from postrisk.methods.registry import make_method
+task = postrisk.load_task("concrete/gp/smooth_monotone/balanced/0", root={str(release)!r})
+rows = [postrisk.evaluate(m, task).iloc[0] for m in (KNNUncertainty(), make_method("blr"))]
+print("SCORES" + json.dumps([[r["spearman_eu_posterior_excess_risk"], r["nll"]] for r in rows]))
+"""
+    run = subprocess.run([python, "-c", script], cwd=REPO, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    light = json.loads(run.stdout.split("SCORES", 1)[1])
+    task = postrisk.load_task("concrete/gp/smooth_monotone/balanced/0", root=release)
+    full = [postrisk.evaluate(m, task).iloc[0] for m in (KNNUncertainty(), make_method("blr"))]
+    np.testing.assert_allclose(light, [[r["spearman_eu_posterior_excess_risk"], r["nll"]]
+                                       for r in full], rtol=1e-12)
 
 
 def test_one_task_store_builds_only_what_it_needs(tmp_path):

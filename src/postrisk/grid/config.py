@@ -308,8 +308,10 @@ def resolve_outside_methods(cfg: dict) -> None:
     spaces = cfg.get("method_search_spaces") or {}
     outside = dict(cfg.get("outside_methods") or {})
     try:
-        for spec in outside.values():
-            register_outside(spec["location"], spec.get("search_space"))
+        for name, spec in outside.items():
+            space = spaces[name] if name in spaces else spec.get("search_space")
+            register_outside(spec["location"], space)
+            outside[name] = {"location": spec["location"], "search_space": space}
         methods = []
         for entry in cfg.get("methods") or []:
             if isinstance(entry, str) and is_location(entry):

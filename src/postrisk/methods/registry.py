@@ -111,8 +111,9 @@ def get_method(name: str) -> type[UncertaintyMethod]:
         return METHOD_ENTRIES[name].load()
     outside = _OUTSIDE if name in _OUTSIDE else outside_methods()
     if name not in outside:
+        known = f"; outside methods: {', '.join(sorted(outside))}" if outside else ""
         raise KeyError(f"unknown method {name!r}; implemented: "
-                       f"{', '.join(sorted([*METHOD_ENTRIES, *outside]))}")
+                       f"{', '.join(sorted(METHOD_ENTRIES))}{known}")
     return outside[name]
 
 
