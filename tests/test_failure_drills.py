@@ -60,7 +60,7 @@ def test_killed_store_write_leaves_nothing_valid_and_a_failing_method_is_counted
 
     # the whole smoke DAG, with BLR given a setting that makes every fit raise
     preset = tmp_path / "failing_method.yaml"
-    preset.write_text(yaml.safe_dump({"methods": ["blr"],
+    preset.write_text(yaml.safe_dump({"methods": ["blr"], "tuning": {"methods": ["blr"]},
                                       "method_settings": {"blr": {"noise_std": -1.0}}}))
     run = snakemake(tmp_path, "--cores", "2", "--configfile", SMOKE, str(preset))
     assert run.returncode == 0, run.stderr[-3000:]

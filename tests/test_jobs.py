@@ -86,8 +86,8 @@ def test_rules_of_different_output_shapes_are_named_apart(demo):
     fit = stage_rules(demo, "fit")
     assert fit[0].inputs is None  # a condition's seeds depend on its cell
     # the tree ensembles and three network methods cover parts of the grid (method_grid): a
-    # rule for each shape
-    assert [r.name for r in fit] == ["fit_blr_and_8_more", "fit_catboost_kgb_and_3_more",
+    # rule for each shape (the first: nine of the paper's methods and the outside example)
+    assert [r.name for r in fit] == ["fit_blr_and_9_more", "fit_catboost_kgb_and_3_more",
                                      "fit_nn_bag_and_5_more"]
     assert fit[0].keys == ("method",)
     assert len(fit[1].outputs["fit"]) == 10 and len(fit[2].outputs["fit"]) == 6

@@ -135,7 +135,10 @@ def test_the_config_names_an_outside_method_and_tunes_it():
     paper = load_config("config.yaml")
     for bad, message in (({"methods": ["blr", "examples.nowhere:X"]}, "cannot import"),
                          ({"method_search_spaces": {"gp": {}}}, "not outside methods"),
-                         ({"methods": ["blr", "nn_ens2"]}, "nn_ens2")):
+                         ({"methods": ["blr", "nn_ens2"]}, "nn_ens2"),
+                         ({"tuning": {**paper["tuning"], "methods": ["blr", "knn_uncertainty"]}},
+                          r"tuning.methods': \['knn_uncertainty'\] are neither methods of the "
+                          "paper nor outside methods")):
         with pytest.raises(ConfigError, match=message):
             validate_config({**paper, **bad})
 

@@ -290,8 +290,7 @@ def download(url: Annotated[str | None, typer.Option(
                  help="attempts per file (default: release.retries)")] = None,
              configfile: Annotated[list[Path] | None, typer.Option(
                  help="config files merged over ./config.yaml if there is one")] = None) -> int:
-    """Download the released suite (all, or some datasets and priors); every file's sha256 is
-    checked, valid files are skipped."""
+    """Download the released suite, all or some datasets and priors (sha256 checked)."""
     from postrisk import grid
     from postrisk.release import DOWNLOAD_DEFAULTS
     from postrisk.release.download import download_release

@@ -302,7 +302,13 @@ def resolve_outside_methods(cfg: dict) -> None:
     ``cfg["outside_methods"]`` (name -> location, search space). The search space comes from
     ``method_search_spaces.<name>`` when given, else from the class. Already resolved entries
     (a validated configuration validated again) are registered again."""
-    from postrisk.methods.outside import OutsideMethodError, adapt, import_location, is_location
+    from postrisk.methods.outside import (
+        NAME,
+        OutsideMethodError,
+        adapt,
+        import_location,
+        is_location,
+    )
     from postrisk.methods.registry import register_outside
 
     spaces = cfg.get("method_search_spaces") or {}
@@ -332,6 +338,17 @@ def resolve_outside_methods(cfg: dict) -> None:
         cfg["methods"] = methods
     if outside:
         cfg["outside_methods"] = outside
+    known = {*METHODS, *outside}
+    named = {"tuning.methods": (cfg.get("tuning") or {}).get("methods") or [],
+             "disentanglement.methods": (cfg.get("disentanglement") or {}).get("methods") or [],
+             "method_settings": list(cfg.get("method_settings") or {}),
+             "method_grid": list(cfg.get("method_grid") or {})}
+    for key, names in named.items():
+        strangers = [n for n in names if isinstance(n, str) and n not in known
+                     and NAME.match(n)]
+        if strangers:
+            raise ConfigError(f"config key '{key}': {strangers} are neither methods of the paper "
+                              "nor outside methods listed under 'methods' (as module:Class)")
 
 
 def validate_config(config: Mapping[str, Any]) -> dict:
