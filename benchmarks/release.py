@@ -72,8 +72,6 @@ def main() -> None:
         out = work / "release"
         t0 = time.perf_counter()
         manifest = pack_release(results / "checks/instances.csv",
-                                sorted((results / "covariates").glob("*.zarr")),
-                                sorted((results / "priors").glob("*/*.json")),
                                 [Path("DATA_CARD.md"), Path("CITATION.cff")], out,
                                 {"max_bytes": DEFAULT_MAX_BYTES, "max_files": 100},
                                 "measured", "benchmark", results=results)

@@ -10,6 +10,7 @@ rule release:
     input:
         instances=path("instances"),
         tasks=all_task_stores,
+        # read by path (postrisk.grid.paths), like the task stores: inputs for the DAG
         covariates=release_covariate_stores(),
         priors=release_prior_files(),
         documents=[os.path.join(workflow.basedir, d) for d in RELEASE_DOCUMENTS],

@@ -8,7 +8,7 @@ from postrisk.workflow.steps import pack_release
 snakemake = globals()["snakemake"]
 
 with job_log(snakemake.log[0]):
-    pack_release(snakemake.input.instances, snakemake.input.covariates, snakemake.input.priors,
-                 snakemake.input.documents, Path(snakemake.output.manifest).parent,
+    pack_release(snakemake.input.instances, snakemake.input.documents,
+                 Path(snakemake.output.manifest).parent,
                  snakemake.params.settings, snakemake.params.scale,
                  snakemake.params.config_digest)

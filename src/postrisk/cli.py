@@ -292,21 +292,22 @@ def download(url: Annotated[str | None, typer.Option(
                  help="config files merged over ./config.yaml if there is one")] = None) -> int:
     """Download the released suite, all or some datasets and priors (sha256 checked)."""
     from postrisk import grid
-    from postrisk.release import DOWNLOAD_DEFAULTS
+    from postrisk.release import download_settings
     from postrisk.release.download import download_release
 
-    release = dict(DOWNLOAD_DEFAULTS)
     if Path("config.yaml").exists():  # in a checkout: its config, validated
-        release.update(grid.load_config("config.yaml", *(configfile or []))["release"])
+        release = download_settings(
+            grid.load_config("config.yaml", *(configfile or []))["release"])
     else:  # elsewhere: the defaults, and the release section of any --configfile
         import yaml
 
+        release = download_settings()
         for path in configfile or []:
             release.update((yaml.safe_load(path.read_text()) or {}).get("release") or {})
     dest = dest or Path(release["download_dir"])
     report = download_release(url or release["base_url"], dest,
-                              datasets=dataset or release.get("datasets"),
-                              priors=prior or release.get("priors"),
+                              datasets=dataset or release["datasets"],
+                              priors=prior or release["priors"],
                               retries=retries or release["retries"],
                               timeout_s=release["timeout_s"])
     typer.echo(f"{len(report.downloaded)} file(s) downloaded and verified "

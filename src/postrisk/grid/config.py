@@ -305,9 +305,9 @@ def resolve_outside_methods(cfg: dict) -> None:
     from postrisk.methods.outside import (
         NAME,
         OutsideMethodError,
-        adapt,
         import_location,
         is_location,
+        method_name,
     )
     from postrisk.methods.registry import register_outside
 
@@ -321,8 +321,7 @@ def resolve_outside_methods(cfg: dict) -> None:
         methods = []
         for entry in cfg.get("methods") or []:
             if isinstance(entry, str) and is_location(entry):
-                name = adapt(import_location(entry), entry).name
-                space = spaces.get(name)
+                space = spaces.get(method_name(import_location(entry), entry))
                 name = register_outside(entry, space)
                 outside[name] = {"location": entry, "search_space": space}
                 entry = name

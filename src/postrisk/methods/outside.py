@@ -83,6 +83,16 @@ def import_location(location: str) -> type:
     return cls
 
 
+def method_name(cls: type, location: str) -> str:
+    """An outside method's name: its ``name`` attribute, else its class name in snake_case;
+    checked to be usable in file paths and wildcards."""
+    name = getattr(cls, "name", None) or snake_case(cls.__name__)
+    if not isinstance(name, str) or not NAME.match(name):
+        raise OutsideMethodError(f"{location}: method name {name!r} must be lower case letters, "
+                                 "digits and underscores, starting with a letter")
+    return name
+
+
 def _hyperparameters(cls: type) -> dict[str, Any]:
     """The constructor's keyword parameters with their defaults (run settings left out)."""
     defaults = getattr(cls, "defaults", None)
@@ -116,10 +126,7 @@ def adapt(cls: type, location: str, search_space: dict | None = None) -> type[Un
     ``search_space`` (when given) replacing its own."""
     if not (callable(getattr(cls, "fit", None)) and callable(getattr(cls, "predict", None))):
         raise OutsideMethodError(f"{location}: a method needs fit(x, y) and predict(x)")
-    name = getattr(cls, "name", None) or snake_case(cls.__name__)
-    if not isinstance(name, str) or not NAME.match(name):
-        raise OutsideMethodError(f"{location}: method name {name!r} must be lower case letters, "
-                                 "digits and underscores, starting with a letter")
+    name = method_name(cls, location)
     space = _as_space(search_space) if search_space is not None else \
         _as_space(getattr(cls, "search_space", None))
     if issubclass(cls, UncertaintyMethod):

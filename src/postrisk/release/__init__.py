@@ -17,6 +17,12 @@ DOWNLOAD_DEFAULTS = {"base_url": None, "download_dir": "resources/release", "dat
                      "priors": None, "retries": 3, "timeout_s": 60}
 
 
+def download_settings(section: dict | None = None) -> dict:
+    """The download settings: :data:`DOWNLOAD_DEFAULTS` updated by a config's ``release``
+    section."""
+    return {**DOWNLOAD_DEFAULTS, **(section or {})}
+
+
 def instances_file(dataset: str, prior: str) -> str:
     """The file holding every released instance of (``dataset``, ``prior``)."""
     return f"{dataset}_{prior}.zip"

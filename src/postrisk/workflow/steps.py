@@ -274,21 +274,23 @@ def report_scores(scores: Sequence[str | Path], instances: str, table: str, scal
     return result
 
 
-def pack_release(instances: str | Path, covariates: Sequence[str | Path],
-                 priors: Sequence[str | Path], documents: Sequence[str | Path],
-                 out_dir: str | Path, settings: Mapping, scale: str,
-                 config_digest: str, results: str | Path = "results") -> dict:
+def pack_release(instances: str | Path, documents: Sequence[str | Path], out_dir: str | Path,
+                 settings: Mapping, scale: str, config_digest: str,
+                 results: str | Path = "results") -> dict:
     """Rule ``release``: the valid instances of the checks' instance table packed into
     ``out_dir`` with the per-dataset artefacts, the documents and the manifest
-    (:func:`postrisk.release.pack.build_release`); ``results``: the run's results folder,
-    where the instances' task stores are."""
+    (:func:`postrisk.release.pack.build_release`). The task stores, covariate stores and prior
+    files are those of the run's results folder ``results`` (``postrisk.grid.paths``)."""
     from postrisk.grid.paths import path
     from postrisk.release.pack import build_release, release_instances
 
+    root = str(results)
     table = pd.read_csv(instances)
-    offered = release_instances(table, lambda key: path("task", str(results), **vars(key)))
-    covariate_stores = {Path(p).stem: Path(p) for p in covariates}
-    prior_files = {(Path(p).parent.name, Path(p).stem): Path(p) for p in priors}
+    offered = release_instances(table, lambda key: path("task", root, **vars(key)))
+    covariate_stores = {d: Path(path("covariates", root, dataset=d))
+                        for d in table["dataset"].unique()}
+    prior_files = {(d, p): Path(path("prior", root, dataset=d, prior=p))
+                   for d, p in table[["dataset", "prior"]].drop_duplicates().itertuples(False)}
     return build_release(offered, covariate_stores, prior_files, out_dir,
                          documents=[Path(d) for d in documents], scale=scale,
                          config_digest=config_digest, max_bytes=int(settings["max_bytes"]),
@@ -298,8 +300,10 @@ def pack_release(instances: str | Path, covariates: Sequence[str | Path],
 def download_release(settings: Mapping, out: str | Path) -> None:
     """Rule ``download``: the release at ``release.base_url`` into ``release.download_dir``
     (``out`` is its manifest, moved into place last)."""
+    from postrisk.release import download_settings
     from postrisk.release.download import download_release as download
 
-    download(settings.get("base_url"), Path(out).parent, datasets=settings.get("datasets"),
-             priors=settings.get("priors"), retries=int(settings.get("retries", 3)),
-             timeout_s=float(settings.get("timeout_s", 60)))
+    settings = download_settings(settings)
+    download(settings["base_url"], Path(out).parent, datasets=settings["datasets"],
+             priors=settings["priors"], retries=int(settings["retries"]),
+             timeout_s=float(settings["timeout_s"]))
