@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 # uv from PATH, else bootstrapped into .tools/ with pip (no system changes).
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 CORES ?= 2
+# The fast tier runs in this many test processes (pytest-xdist), whole test files to each.
+TEST_WORKERS ?= $(CORES)
 
 .PHONY: env demo test test-slow lint envs clean-results help
 
@@ -35,7 +37,7 @@ demo: env
 	@$(BIN)/postrisk outputs --configfile presets/demo.yaml
 
 test: env
-	$(BIN)/pytest -m "not slow" -q
+	$(BIN)/pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: env
 	$(BIN)/pytest -m slow -q

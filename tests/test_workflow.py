@@ -2,7 +2,6 @@
 
 import json
 import os
-import re
 import socket
 
 import numpy as np
@@ -13,82 +12,10 @@ import yaml
 from postrisk.core.io import open_zarr
 from postrisk.covariates.build import summarize_store
 from postrisk.tasks.store import validate_store
-from tests.workflow_helpers import REPO, rule_environments, snakemake
+from tests.workflow_helpers import REPO, job_counts, rule_environments, snakemake
 
 #: These tests start Snakemake (select them with `-m workflow`).
 pytestmark = pytest.mark.workflow
-
-
-def job_counts(stdout: str) -> dict[str, int]:
-    table = stdout.split("Job stats:")[-1]
-    return {m.group(1): int(m.group(2))
-            for m in re.finditer(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE)}
-
-
-def dry_run_jobs(stdout: str) -> list[dict]:
-    """Every job of a dry run's printout: rule, wildcards, threads (1 when not printed) and
-    resources, as printed."""
-    jobs = []
-    for block in re.split(r"^\[.*\]\n(?=rule )", stdout, flags=re.MULTILINE)[1:]:
-        rule = re.match(r"rule (\w+):", block).group(1)
-        fields = dict(re.findall(r"^    (\w+): (.*)$", block, flags=re.MULTILINE))
-        wildcards = dict(kv.split("=", 1) for kv in fields.get("wildcards", "").split(", ") if kv)
-        resources = dict(kv.split("=", 1) for kv in fields.get("resources", "").split(", ") if kv)
-        jobs.append({"rule": rule, "wildcards": wildcards,
-                     "threads": int(fields.get("threads", 1)), "resources": resources})
-    return jobs
-
-
-def test_slurm_profile_plans_the_full_grid_with_the_cost_models_resources(tmp_path,
-                                                                         monkeypatch):
-    """`snakemake --profile profiles/slurm -n` on config.yaml: the whole grid; every job asks for
-    the threads, runtime and memory of the cost model (exactly what `postrisk plan` reports);
-    MCMC posteriors, and only they, ask for a GPU on the GPU partition."""
-    from postrisk.grid import load_config, workflow_rules
-    from postrisk.methods.registry import METHOD_ENTRIES
-
-    monkeypatch.setenv("SLURM_ACCOUNT", "dummy")
-    run = snakemake(tmp_path, "--profile", str(REPO / "profiles" / "slurm"),
-                    "--sdm", "env-modules", "-n")
-    assert run.returncode == 0, run.stderr[-3000:]
-    counts = job_counts(run.stdout)
-    cells = 13 * 4 * 2  # datasets × noise × coverage
-    per_family = cells * 13  # every candidate seed: validity is decided by the BNN R̂
-    assert counts["covariates"] == 14 and counts["prior"] == 13 * 3
-    assert counts["sample"] == 3 * per_family
-    assert counts["posterior_exact"] == per_family and counts["posterior_mcmc"] == 2 * per_family
-    assert counts["valid_seeds"] == cells
-    methods = len(METHOD_ENTRIES)  # every implemented method (each job tunes, then fits)
-    assert counts["fit"] == methods * 3 * cells and counts["score"] == 3 * cells
-    assert counts["checks"] == 1 and counts["aggregate_scores"] == 1
-    for name in ("abalone", "sarcos", "white_wine", "red_wine"):
-        assert f"results/covariates/{name}.zarr" in run.stdout
-
-    expected = {}
-    for rules in workflow_rules(load_config(REPO / "config.yaml")).values():
-        for rule in rules:
-            for ident, job in rule.jobs.items():
-                expected[(rule.name, ident)] = job.resources
-    jobs = [j for j in dry_run_jobs(run.stdout) if j["rule"] != "all"]
-    assert len(jobs) == counts["total"] - 1 == len(expected)
-    rules_by_name = {r.name: r for rs in workflow_rules(load_config(REPO / "config.yaml")).values()
-                     for r in rs}
-    for job in jobs:
-        res = job["resources"]
-        assert {"runtime", "mem_mb", "gpu"} <= set(res), job
-        ident = tuple(job["wildcards"][k] for k in rules_by_name[job["rule"]].keys)
-        want = expected[(job["rule"], ident)]
-        got = (job["threads"], int(res["runtime"]), int(res["mem_mb"]), int(res["gpu"]))
-        assert got == (want.threads, want.runtime, want.mem_mb, want.gpu), job
-        on_gpu = job["rule"] == "posterior_mcmc"
-        assert (int(res["gpu"]) == 1) == on_gpu, job
-        assert res["slurm_partition"] == ("gpu" if on_gpu else "cpu"), job
-    # not capped at 1 (`cores`): the most threads any job of the rule asks for (NGBoost's fit
-    # jobs ask for 1, the others for 2; the order of the dry run's jobs is not fixed)
-    threads = {}
-    for j in jobs:
-        threads[j["rule"]] = max(threads.get(j["rule"], 0), j["threads"])
-    assert threads["posterior_mcmc"] == 4 and threads["fit"] == 2
 
 
 def test_mcmc_posteriors_run_in_the_gpu_environment():

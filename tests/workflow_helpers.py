@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,23 @@ def rule_environments(*configfiles: Path) -> dict[str, str | None]:
     assert run.returncode == 0, run.stderr[-3000:]
     line = next(x for x in run.stdout.splitlines() if x.startswith("ENVS"))
     return json.loads(line[4:])
+
+
+def job_counts(stdout: str) -> dict[str, int]:
+    table = stdout.split("Job stats:")[-1]
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE)}
+
+
+def dry_run_jobs(stdout: str) -> list[dict]:
+    """Every job of a dry run's printout: rule, wildcards, threads (1 when not printed) and
+    resources, as printed."""
+    jobs = []
+    for block in re.split(r"^\[.*\]\n(?=rule )", stdout, flags=re.MULTILINE)[1:]:
+        rule = re.match(r"rule (\w+):", block).group(1)
+        fields = dict(re.findall(r"^    (\w+): (.*)$", block, flags=re.MULTILINE))
+        wildcards = dict(kv.split("=", 1) for kv in fields.get("wildcards", "").split(", ") if kv)
+        resources = dict(kv.split("=", 1) for kv in fields.get("resources", "").split(", ") if kv)
+        jobs.append({"rule": rule, "wildcards": wildcards,
+                     "threads": int(fields.get("threads", 1)), "resources": resources})
+    return jobs
