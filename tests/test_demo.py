@@ -43,8 +43,8 @@ def test_demo_end_to_end_within_budget(demo):
     assert "(missing)" not in outputs.stdout
     assert "d/N = 6/53,940" in outputs.stdout and "d/N = 4/22,272" in outputs.stdout
     assert "(32 of 32 present)" in outputs.stdout  # 24 GP + 4 HBART + 4 BNN
-    # every implemented method is scored on every instance of its conditions (the tree
-    # ensembles on the 10 of method_grid, six network methods on 6), the reference rows on all
+    # every implemented method is scored on every instance of its conditions (nine methods on
+    # the 10 of method_grid, six network methods on 6), the reference rows on all
     # 32; no fit failed
     scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
     eu = scores[scores["target"] == "eu_posterior_excess_risk"].set_index("method")
@@ -57,7 +57,7 @@ def test_demo_end_to_end_within_budget(demo):
     assert set(methods + references) <= set(eu.index)
     conds = implemented_conditions(demo)
     expected = {m: sum(fits_method(demo, m, c) for c in conds) for m in methods}
-    assert expected["gp"] == 32 and expected["catboost_kgb"] == 10
+    assert expected["gp"] == 32 and expected["catboost_kgb"] == expected["dkl"] == 10
     assert eu.loc[methods, "n_instances"].to_dict() == expected
     assert (eu.loc[references, "n_instances"] == 32).all()
     assert (eu.loc[methods, "failed_fits"] == 0).all()
@@ -74,7 +74,7 @@ def test_demo_end_to_end_within_budget(demo):
     tuning = tmp_path / "results/tuning"
     swept = json.loads((tuning / "concrete/gp/smooth_monotone/balanced/sngp_het.json").read_text())
     assert len(swept["trials"]) == 6 and swept["best_trial"] is not None
-    fixed = json.loads((tuning / "diamonds/gp/bump/ood/dkl.json").read_text())
+    fixed = json.loads((tuning / "diamonds/gp/bump/balanced/dkl.json").read_text())
     assert fixed["n_trials"] == 0 and fixed["config"]["num_iters"] == 150
 
 

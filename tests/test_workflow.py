@@ -40,12 +40,12 @@ def test_dry_run_of_the_demo_preset_plans_its_grouped_jobs(tmp_path):
     counts = job_counts(run.stdout)
     demo = load_config(REPO / "config.yaml", REPO / "presets/demo.yaml")
     # the methods on every condition (the outside example among them), and the tree ensembles
-    # and three network methods on parts of the grid (method_grid): one rule per shape
-    fits = ("fit_blr_and_9_more", "fit_catboost_kgb_and_3_more", "fit_nn_bag_and_5_more")
+    # and the other costly methods on parts of the grid (method_grid): one rule per shape
+    fits = ("fit_blr_and_4_more", "fit_catboost_kgb_and_8_more", "fit_nn_bag_and_5_more")
     assert sum(counts[rule] for rule in fits) == len(implemented_methods(demo)) == 20
     assert demo["outside_methods"] == {"knn_uncertainty": {
         "location": "examples.knn_uncertainty:KNNUncertainty", "search_space": None}}
-    assert counts[fits[1]] + counts[fits[2]] == len(demo["method_grid"]) == 10
+    assert counts[fits[1]] + counts[fits[2]] == len(demo["method_grid"]) == 15
     assert counts["sample_gp"] == counts["posterior_exact"] == len(demo["datasets"])
     assert counts["sample_bnn_hbart"] == counts["posterior_mcmc"] == 2
     assert "results/tasks/concrete/bnn/bump/ood/0.zarr" in run.stdout

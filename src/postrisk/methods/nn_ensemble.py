@@ -36,11 +36,21 @@ from postrisk.methods.resampling import member_resamples
 
 class NeuralEnsemble(NeuralNetworkMethod):
     """A deep ensemble of ``n_members`` networks (module docstring). Fitted attributes:
-    ``standardizer_``, ``spec_``, ``params_``/``state_`` (member-stacked), ``history_``."""
+    ``standardizer_``, ``spec_``, ``params_``/``state_`` (member-stacked), ``history_``.
+
+    Its default learning rate is 5e-4 (the other networks': 2e-3; both inside the searched
+    log-U[1e-4, 5e-3]). The members differ only by their initialisation and minibatch order, so
+    their disagreement where the data are (EU on the training support) is mostly optimisation
+    jitter at the constant step; at 2e-3 that jitter matched their disagreement between the
+    training clusters often enough that on the 1-D toy problem the gap's EU-AUROC fell to
+    0.66–0.79 for 2 of random states 0–9 (min beyond 0.92). At 5e-4 over the same ten: gap
+    ≥ 0.93, beyond ≥ 0.91, RMSE on the support 0.030–0.041.
+    """
 
     name: ClassVar[str] = "nn_ens"
     display_name: ClassVar[str] = "NN-Ens"
-    own_defaults: ClassVar[dict[str, Any]] = {"n_members": 10}
+    implementation_version: ClassVar[int] = 2  # 2: default learning_rate 5e-4 (was 2e-3)
+    own_defaults: ClassVar[dict[str, Any]] = {"n_members": 10, "learning_rate": 5e-4}
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> NeuralEnsemble:
         return self._fit_gaussian(x, y, n_members=positive_int(self.n_members, "n_members"))
