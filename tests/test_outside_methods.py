@@ -15,7 +15,7 @@ from postrisk.evaluation.scoring import SCORE_COLUMNS, score_prediction
 from postrisk.grid import ConfigError, load_config, validate_config
 from postrisk.grid.conditions import implemented_methods, tuned_methods
 from postrisk.methods.interface import Prediction, UncertaintyMethod
-from postrisk.methods.outside import OutsideMethodError, load_outside
+from postrisk.methods.outside import OutsideMethodError, load_outside, method_name
 from postrisk.methods.registry import display_name, get_method, register_outside
 from postrisk.methods.runner import run_fit
 from tests.task_helpers import gp_task
@@ -164,7 +164,9 @@ def task():
 def test_evaluate_scores_like_the_pipeline(task):
     model = Shrunk()
     table = evaluate(model, task)
-    assert list(table["method"]) == ["Shrunk"] and not hasattr(model, "mean_")  # a copy fitted
+    # named as the workflow names it (outside.method_name); a copy is fitted
+    assert list(table["method"]) == [method_name(Shrunk, "x:Shrunk")] == ["shrunk"]
+    assert not hasattr(model, "mean_")
     want = score_prediction(task, Prediction(*Shrunk().fit(task.x_train, task.y_train)
                                              .predict(task.x_eval)))
     got = table.iloc[0]
@@ -177,7 +179,7 @@ def test_evaluate_scores_like_the_pipeline(task):
 
 
 def test_evaluate_names_the_task_and_the_method(task):
-    with pytest.raises(InvalidPrediction, match="method BadVariance on task concrete/gp/bump/"
+    with pytest.raises(InvalidPrediction, match="method bad_variance on task concrete/gp/bump/"
                                                 "balanced/0: epistemic_var has 30 negative"):
         evaluate(BadVariance(), task)
 

@@ -26,6 +26,7 @@ import pandas as pd
 
 from postrisk.core.progress import progress_steps
 from postrisk.evaluation.scoring import SCORE_COLUMNS, score_prediction
+from postrisk.methods.outside import snake_case
 from postrisk.methods.runner import check_prediction
 from postrisk.release.load import TaskEntry, list_tasks, load_task
 from postrisk.tasks.key import TaskKey
@@ -82,14 +83,15 @@ def evaluate(model: Any, tasks: Task | str | Path | TaskKey | Iterable | None = 
     store or packed-instance path, a :class:`~postrisk.release.load.TaskEntry`, or a list of
     these; None: every task under ``root`` matching ``filters`` (``dataset``, ``prior``,
     ``noise``, ``coverage``, ``seed``; :func:`~postrisk.release.load.list_tasks`). ``name``: the
-    method's name in the table (default: the model's ``name`` attribute, else its class name).
+    method's name in the table (default: the model's ``name`` attribute, else its class name in
+    snake case: the name the workflow gives it as an outside method).
 
     Columns: the instance key, ``method``, ``status``, the fit and predict seconds and every
     score column of the pipeline's score files (``postrisk.evaluation.scoring.METRICS``).
     Raises :class:`InvalidPrediction` naming the task and the method when a prediction cannot
     be scored; an exception raised by the model's ``fit`` or ``predict`` propagates.
     """
-    label = name or getattr(model, "name", None) or type(model).__name__
+    label = name or getattr(model, "name", None) or snake_case(type(model).__name__)
     if not (callable(getattr(model, "fit", None)) and callable(getattr(model, "predict", None))):
         raise TypeError(f"method {label}: needs fit(x, y) and predict(x) -> (mean, "
                         "aleatoric_var, epistemic_var)")

@@ -168,10 +168,10 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
     e^{μ_g/2}). Defaults M = 64, 1,000 steps at 0.03, chosen by measurement: on the 1-D
     toy problem they score as well as M = 128, 2,000 steps at 0.01 (Spearman(AU, σ²) 0.81–1.0,
     median 0.94, over random states 0–9 on two CPU instruction sets, vs 0.89–0.94 over random
-    states 0–3; EU-AUROCs ≥ 0.96 and ≥ 0.98) at a sixth of the cost (a step costs O(M²n)). 500 steps were not enough: the fit
-    had not converged for some random states, and where it stopped depended on the CPU's
-    rounding (Spearman(AU, σ²) 0.46 and 0.70 for random states 1 and 0 on one machine, 0.92–1.0
-    on another).
+    states 0–3; EU-AUROCs ≥ 0.96 and ≥ 0.98) at a sixth of the cost (a step costs O(M²n)).
+    500 steps were not enough: the fit had not converged for some random states, and where it
+    stopped depended on the CPU's rounding (Spearman(AU, σ²) 0.46 and 0.70 for random states 1
+    and 0 on one machine, 0.92–1.0 on another).
 
     Fitted attributes: ``params_`` (numpy pytree, standardised units),
     ``elbo_`` (per training row, standardised units), ``scaler_``, ``compile_seconds_``
