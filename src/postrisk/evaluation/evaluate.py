@@ -26,7 +26,7 @@ import pandas as pd
 
 from postrisk.core.progress import progress_steps
 from postrisk.evaluation.scoring import SCORE_COLUMNS, score_prediction
-from postrisk.methods.outside import snake_case
+from postrisk.methods.outside import default_name
 from postrisk.methods.runner import check_prediction
 from postrisk.release.load import TaskEntry, list_tasks, load_task
 from postrisk.tasks.key import TaskKey
@@ -91,7 +91,7 @@ def evaluate(model: Any, tasks: Task | str | Path | TaskKey | Iterable | None = 
     Raises :class:`InvalidPrediction` naming the task and the method when a prediction cannot
     be scored; an exception raised by the model's ``fit`` or ``predict`` propagates.
     """
-    label = name or getattr(model, "name", None) or snake_case(type(model).__name__)
+    label = name or default_name(model)
     if not (callable(getattr(model, "fit", None)) and callable(getattr(model, "predict", None))):
         raise TypeError(f"method {label}: needs fit(x, y) and predict(x) -> (mean, "
                         "aleatoric_var, epistemic_var)")

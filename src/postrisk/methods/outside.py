@@ -83,10 +83,17 @@ def import_location(location: str) -> type:
     return cls
 
 
+def default_name(method: Any) -> str:
+    """A method's (class's or instance's) ``name`` attribute, else its class name in snake_case:
+    the rule both the workflow and ``postrisk.evaluate`` name a method by (unchecked)."""
+    cls = method if isinstance(method, type) else type(method)
+    return getattr(method, "name", None) or snake_case(cls.__name__)
+
+
 def method_name(cls: type, location: str) -> str:
-    """An outside method's name: its ``name`` attribute, else its class name in snake_case;
-    checked to be usable in file paths and wildcards."""
-    name = getattr(cls, "name", None) or snake_case(cls.__name__)
+    """An outside method's name (:func:`default_name`), checked to be usable in file paths and
+    wildcards."""
+    name = default_name(cls)
     if not isinstance(name, str) or not NAME.match(name):
         raise OutsideMethodError(f"{location}: method name {name!r} must be lower case letters, "
                                  "digits and underscores, starting with a letter")
