@@ -6,11 +6,11 @@
 # `valid_per_cell` of them are fitted and scored for all three families (App. B.7).
 rule valid_seeds:
     input:
-        cell_bnn_tasks,
+        inputs_of_unit("valid_seeds", "bnn_tasks"),
     output:
         path("seed_selection"),
     params:
-        n_valid=config["seeds"]["valid_per_cell"],
+        unit=unit_of("valid_seeds"),
     log:
         "results/logs/valid_seeds/{dataset}/{noise}/{coverage}.log",
     benchmark:

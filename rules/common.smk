@@ -31,7 +31,7 @@ from postrisk import grid
 from postrisk.core.io import digest
 from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.registry import registry as dataset_registry
-from postrisk.grid import Condition, path
+from postrisk.grid import path
 from postrisk.tasks import TASK_SCHEMA_VERSION
 
 try:
@@ -45,16 +45,13 @@ from postrisk.methods.registry import OUTSIDE_ENV
 
 os.environ[OUTSIDE_ENV] = json.dumps(config.get("outside_methods", {}))
 
-COVARIATE_DATASETS = grid.covariate_datasets(config)
-IMPLEMENTED_PRIORS = grid.implemented_priors(config)
-CONDITIONS = grid.implemented_conditions(config)
-SEED_POLICY = grid.SeedPolicy(config)
-TASK_SEEDS = SEED_POLICY.task_seeds
-# Every rule's jobs, their units and resources (postrisk.grid.jobs): the stages that batch units
-# get one rule per output shape; the others one rule each.
-RULES = grid.workflow_rules(config, SEED_POLICY)
-GROUPED = {stage: RULES[stage] for stage in grid.jobs.UNIT_KEYS}
-SIMPLE = {stage: rules[0] for stage, rules in RULES.items() if stage not in GROUPED}
+# The planner (postrisk.grid.planner): the conditions, the seed policy, every stage's units of
+# work and the rules and jobs that run them, computed once. Batchable stages (sample, posterior,
+# fit) get one rule per output shape; the others one rule each.
+PLANNER = grid.Planner(config)
+CONDITIONS = PLANNER.conditions
+GROUPED = {stage: PLANNER.stage_rules(stage) for stage in grid.UNIT_KEYS}
+SIMPLE = {stage: PLANNER.rule(stage) for stage in grid.STAGES if stage not in GROUPED}
 # The job table lives as long as the run: keep its objects out of the garbage collector's scans
 # (on the full grid they would be rescanned at every full collection while Snakemake builds the
 # DAG).
@@ -115,8 +112,15 @@ def inputs_of(rule):
     return per_job(lambda wildcards: rule.job(wildcards).inputs)
 
 
-def condition_of(wildcards):
-    return Condition(wildcards.dataset, wildcards.prior, wildcards.noise, wildcards.coverage)
+def unit_of(stage):
+    """A rule's `params.unit`: the unit of work of one job of a stage that is not batched."""
+    return per_job(lambda wildcards: SIMPLE[stage].unit(wildcards))
+
+
+def inputs_of_unit(stage, field):
+    """One input of a stage that is not batched: a field of the job's unit (a path or a tuple
+    of paths)."""
+    return per_job(lambda wildcards: grid.unit_paths(SIMPLE[stage].unit(wildcards), field))
 
 
 def covariate_store_of(wildcards):
@@ -127,44 +131,12 @@ def prior_settings(wildcards):
     return config[f"{wildcards.prior}_prior"]
 
 
-def condition_tasks(wildcards):
-    condition = condition_of(wildcards)
-    return [condition.path("task", seed=s) for s in SEED_POLICY.condition_seeds(condition)]
-
-
-def condition_fits(wildcards):
-    condition = condition_of(wildcards)
-    return [condition.path("fit", method=m) for m in grid.condition_methods(config, condition)]
-
-
-def condition_method_names(wildcards):
-    """The methods fitted on the condition (config `method_grid` may narrow a method)."""
-    return grid.condition_methods(config, condition_of(wildcards))
-
-
-def condition_seeds(wildcards):
-    """Seeds a condition's fits may use (the seed policy, postrisk.grid.seeds)."""
-    return SEED_POLICY.condition_seeds(condition_of(wildcards))
-
-
-def seed_selection(wildcards):
-    """The cell's valid-seed file when its BNN instances decide validity; else nothing."""
-    if SEED_POLICY.bnn_decides(condition_of(wildcards)):
-        return [condition_of(wildcards).path("seed_selection")]
-    return []
-
-
-def cell_bnn_tasks(wildcards):
-    bnn = Condition(wildcards.dataset, "bnn", wildcards.noise, wildcards.coverage)
-    return [bnn.path("task", seed=s) for s in TASK_SEEDS]
-
-
 def all_task_stores(wildcards=None):
-    return [c.path("task", seed=s) for c in CONDITIONS for s in TASK_SEEDS]
+    return PLANNER.task_stores()
 
 
 def all_score_tables(wildcards=None):
-    return [c.path("scores") for c in CONDITIONS]
+    return PLANNER.score_tables()
 
 
 def evaluation_tables():
@@ -185,20 +157,12 @@ def report_figures():
 
 def rank_histogram_figures():
     """The rank histograms of the implemented families (one PNG each)."""
-    return [path("rank_histogram_family", prior=p) for p in IMPLEMENTED_PRIORS]
+    return [path("rank_histogram_family", prior=p) for p in PLANNER.priors]
 
 
 def all_disentanglement_runs(wildcards=None):
     """One Disentanglement Error experiment per configured (condition, seed, method)."""
-    return [c.path("disentanglement", seed=s, method=m)
-            for c, s, m in grid.disentanglement_units(config)]
-
-
-def disentanglement_inputs(wildcards):
-    """The instance's task store and the condition's fit store (its configuration)."""
-    condition = condition_of(wildcards)
-    return {"task": condition.path("task", seed=wildcards.seed),
-            "fit": condition.path("fit", method=wildcards.method)}
+    return PLANNER.disentanglement_runs()
 
 
 def scaling_reference_input(wildcards):
@@ -253,10 +217,10 @@ def release_files():
 def all_targets(wildcards):
     """Everything the configuration asks for; stops a plain local run of a large grid."""
     if workflow.local_exec and not workflow.dryrun:
-        message = grid.guard_message(config)
+        message = grid.guard_message(config, PLANNER)
         if message:
             raise WorkflowError(message)
-    targets = [path("covariates", dataset=d) for d in COVARIATE_DATASETS]
+    targets = [path("covariates", dataset=d) for d in PLANNER.covariate_datasets]
     if CONDITIONS:
         targets += [path("table3"), path("score_table")]
     return targets

@@ -36,8 +36,8 @@ rule verify_covariates:
         env("core")
     threads: 1
     resources:
-        runtime=lambda w: grid.jobs.verify_resources(config, w.dataset).runtime,
-        mem_mb=lambda w: grid.jobs.verify_resources(config, w.dataset).mem_mb,
+        runtime=lambda w: grid.cost.verify_resources(config, w.dataset).runtime,
+        mem_mb=lambda w: grid.cost.verify_resources(config, w.dataset).mem_mb,
         gpu=0,
     localrule: True
     script:

@@ -6,10 +6,12 @@
 
 rule disentanglement:
     input:
-        unpack(disentanglement_inputs),
+        task=inputs_of_unit("disentanglement", "task"),
+        fit=inputs_of_unit("disentanglement", "fit"),
     output:
         path("disentanglement"),
     params:
+        unit=unit_of("disentanglement"),
         settings=config["disentanglement"],
     log:
         "results/logs/disentanglement/{dataset}/{prior}/{noise}/{coverage}/{seed}/{method}.log",

@@ -36,15 +36,13 @@ for _rule in GROUPED["fit"]:
 
 rule score:
     input:
-        tasks=condition_tasks,
-        fits=condition_fits,
-        seed_selection=seed_selection,
+        tasks=inputs_of_unit("score", "tasks"),
+        fits=inputs_of_unit("score", "fits"),
+        seed_selection=inputs_of_unit("score", "selection"),
     output:
         path("scores"),
     params:
-        seeds=condition_seeds,
-        n_valid=config["seeds"]["valid_per_cell"],
-        methods=condition_method_names,
+        unit=unit_of("score"),
     log:
         "results/logs/score/{dataset}/{prior}/{noise}/{coverage}.log",
     benchmark:

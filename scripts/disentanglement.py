@@ -6,6 +6,5 @@ from postrisk.workflow.steps import disentanglement_experiment
 snakemake = globals()["snakemake"]
 
 with job_log(snakemake.log[0]):
-    disentanglement_experiment(snakemake.wildcards.method, snakemake.input.task,
-                               snakemake.input.fit, snakemake.params.settings,
-                               snakemake.output[0], n_threads=snakemake.threads)
+    disentanglement_experiment(snakemake.params.unit, snakemake.params.settings,
+                               n_threads=snakemake.threads)

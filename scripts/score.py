@@ -6,7 +6,4 @@ from postrisk.workflow.steps import score_condition_files
 snakemake = globals()["snakemake"]
 
 with job_log(snakemake.log[0]):
-    score_condition_files(snakemake.input.tasks, snakemake.params.seeds, snakemake.input.fits,
-                          snakemake.params.methods, snakemake.output[0],
-                          n_valid=snakemake.params.n_valid,
-                          selection=snakemake.input.seed_selection)
+    score_condition_files(snakemake.params.unit)

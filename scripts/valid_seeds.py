@@ -6,5 +6,4 @@ from postrisk.workflow.steps import select_seeds
 snakemake = globals()["snakemake"]
 
 with job_log(snakemake.log[0]):
-    select_seeds(snakemake.input, snakemake.params.n_valid,
-                 snakemake.output[0])
+    select_seeds(snakemake.params.unit)

@@ -11,6 +11,7 @@ from postrisk.core.io import open_zarr, write_zarr_atomic
 from postrisk.core.jax_env import AcceleratorMissing, check_accelerator
 from postrisk.covariates.build import Covariates
 from postrisk.gp.kernels import default_kernel
+from postrisk.grid import PosteriorUnit
 from postrisk.tasks.generate import TaskKey, build_sample
 from postrisk.workflow.logs import job_log
 from postrisk.workflow.steps import make_tasks
@@ -50,10 +51,8 @@ def gp_unit(tmp_path, offline_covariates):
     sample = build_sample(key, concrete, {"family": "gp", "kernel": kernel.to_dict(), "a": 1.0},
                           60)
     write_zarr_atomic(sample, tmp_path / "sample.zarr")
-    return {"key": {"dataset": "concrete", "prior": "gp", "noise": "bump", "coverage": "ood",
-                    "seed": "0"},
-            "sample": str(tmp_path / "sample.zarr"), "out": str(tmp_path / "task.zarr"),
-            "settings": {"draws": 40}}
+    return PosteriorUnit(key, str(tmp_path / "sample.zarr"), {"draws": 40},
+                         str(tmp_path / "task.zarr"))
 
 
 def test_posterior_job_given_a_gpu_it_cannot_see_exits_1_with_the_message(tmp_path, gp_unit,
@@ -71,10 +70,10 @@ def test_posterior_job_given_a_gpu_it_cannot_see_exits_1_with_the_message(tmp_pa
 
 def test_posterior_job_with_cpu_fallback_records_it_in_the_store(gp_unit):
     make_tasks([gp_unit], {"requested": True, "allow_cpu_fallback": True})
-    record = json.loads(open_zarr(gp_unit["out"]).attrs["accelerator"])
+    record = json.loads(open_zarr(gp_unit.out).attrs["accelerator"])
     assert record == {"requested": "gpu", "backend": "cpu", "cpu_fallback": True}
 
 
 def test_posterior_job_without_a_request_stores_no_record(gp_unit):
     make_tasks([gp_unit], {"requested": False, "allow_cpu_fallback": False})
-    assert "accelerator" not in open_zarr(gp_unit["out"]).attrs
+    assert "accelerator" not in open_zarr(gp_unit.out).attrs

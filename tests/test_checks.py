@@ -3,8 +3,7 @@ import pandas as pd
 import pytest
 
 from postrisk.evaluation import posterior_checks
-from postrisk.grid import seeds
-from postrisk.tasks import diagnostics
+from postrisk.tasks import diagnostics, validity
 
 
 def test_rank_bins_have_exact_probabilities():
@@ -66,33 +65,34 @@ def test_calibration_test_accepts_calibrated_and_rejects_overconfident():
 
 
 def test_valid_seeds():
-    assert seeds.valid_seeds(list(range(13)), None, 10) == (list(range(10)), [])
+    assert validity.valid_seeds(list(range(13)), None, 10) == (list(range(10)), [])
     rhat = {s: 1.0 for s in range(13)} | {2: 1.2, 5: 1.06}
-    valid, dropped = seeds.valid_seeds(list(range(13)), rhat, 10)
+    valid, dropped = validity.valid_seeds(list(range(13)), rhat, 10)
     assert valid == [0, 1, 3, 4, 6, 7, 8, 9, 10, 11] and dropped == [2, 5]
 
 
 def test_too_few_valid_seeds_is_an_error_naming_the_cell_and_every_rhat():
     rhat = {s: 1.0 for s in range(13)} | {2: 1.2, 5: 1.06, 7: 1.0512, 9: 1.3}
-    with pytest.raises(seeds.TooFewValidSeeds) as err:
-        seeds.valid_seeds(list(range(13)), rhat, 10, cell="concrete/bump/ood")
+    with pytest.raises(validity.TooFewValidSeeds) as err:
+        validity.valid_seeds(list(range(13)), rhat, 10, cell="concrete/bump/ood")
     text = str(err.value)
     assert "cell concrete/bump/ood: 9 valid seed(s)" in text and "10 are needed" in text
     for seed, value in rhat.items():
         assert f"seed {seed}: {value:.4f}" in text
     assert "'seeds.candidates' (now 13)" in text
     # a missing BNN store counts as invalid and is named
-    with pytest.raises(seeds.TooFewValidSeeds, match="seed 1: no BNN store"):
-        seeds.valid_seeds([0, 1], {0: 1.0}, 2, cell="c")
+    with pytest.raises(validity.TooFewValidSeeds, match="seed 1: no BNN store"):
+        validity.valid_seeds([0, 1], {0: 1.0}, 2, cell="c")
     # aggregation applies the same rule
     rows = [{"dataset": "a", "noise": "bump", "coverage": "ood", "seed": s, "prior": "bnn",
              "max_rhat": r} for s, r in enumerate([1.0, 1.2])]
-    with pytest.raises(seeds.TooFewValidSeeds, match="cell a/bump/ood"):
-        seeds.mark_valid(pd.DataFrame(rows), n_valid=2)
+    with pytest.raises(validity.TooFewValidSeeds, match="cell a/bump/ood"):
+        validity.mark_valid(pd.DataFrame(rows), n_valid=2)
 
 
 def test_select_seeds_fails_for_a_short_cell(tmp_path):
     """The valid-seed step on hand-made BNN stores: one message, no seed file."""
+    from postrisk.grid import ValidSeedsUnit
     from postrisk.tasks import store
     from postrisk.workflow.steps import select_seeds
 
@@ -105,10 +105,12 @@ def test_select_seeds_fails_for_a_short_cell(tmp_path):
         write_zarr_atomic(store.validate_store(ds, kind="task"), path)
         paths.append(path)
     out = tmp_path / "cell.json"
-    with pytest.raises(seeds.TooFewValidSeeds, match="cell concrete/bump/ood: 1 valid seed"):
-        select_seeds(paths, 2, out)
+    cell = ("concrete", "bump", "ood")
+    with pytest.raises(validity.TooFewValidSeeds, match="cell concrete/bump/ood: 1 valid seed"):
+        select_seeds(ValidSeedsUnit(cell, tuple(map(str, paths)), 2, str(out)))
     assert not out.exists()
-    assert select_seeds(paths, 1, out)["valid"] == [0] and out.exists()
+    assert select_seeds(ValidSeedsUnit(cell, tuple(map(str, paths)), 1, str(out)))["valid"] == [0]
+    assert out.exists()
 
 
 def _hand_made_task(seed: int, max_rhat: float):
@@ -189,16 +191,16 @@ def test_mark_valid_drops_seeds_with_high_bnn_rhat_for_every_family():
         for prior in ("gp", "bnn"):
             rows.append({"dataset": "a", "noise": "bump", "coverage": "ood", "seed": seed,
                          "prior": prior, "max_rhat": rhat if prior == "bnn" else np.nan})
-    out = seeds.mark_valid(pd.DataFrame(rows), n_valid=2)
+    out = validity.mark_valid(pd.DataFrame(rows), n_valid=2)
     assert sorted(out.loc[out["valid"], "seed"].unique()) == [0, 2]
     assert out.groupby("seed")["valid"].nunique().eq(1).all()  # families share their seeds
-    no_bnn = seeds.mark_valid(pd.DataFrame(rows).query("prior == 'gp'"), n_valid=3)
+    no_bnn = validity.mark_valid(pd.DataFrame(rows).query("prior == 'gp'"), n_valid=3)
     assert sorted(no_bnn.loc[no_bnn["valid"], "seed"]) == [0, 1, 2]
     # sensitivity: the valid seeds whose BNN R̂ ≤ 1.01 (seed 2 sits exactly on it)
-    out3 = seeds.mark_valid(pd.DataFrame(rows), n_valid=3)
+    out3 = validity.mark_valid(pd.DataFrame(rows), n_valid=3)
     assert sorted(out3.loc[out3["valid"], "seed"].unique()) == [0, 2, 3]
     assert sorted(out3.loc[out3["valid_strict"], "seed"].unique()) == [0, 2, 3]
-    tight = seeds.mark_valid(pd.DataFrame(rows), n_valid=3, strict=1.005)
+    tight = validity.mark_valid(pd.DataFrame(rows), n_valid=3, strict=1.005)
     assert sorted(tight.loc[tight["valid_strict"], "seed"].unique()) == [0, 3]
     assert not (tight["valid_strict"] & ~tight["valid"]).any()
 
@@ -206,7 +208,7 @@ def test_mark_valid_drops_seeds_with_high_bnn_rhat_for_every_family():
 def test_usable_seeds_follow_the_cell_file_or_the_first_seeds(tmp_path):
     import json
 
-    from postrisk.workflow.steps import read_usable_seeds as usable_seeds
+    from postrisk.tasks.validity import read_usable_seeds as usable_seeds
 
     assert usable_seeds([0, 1, 2, 3], 2) == [0, 1]
     cell = tmp_path / "cell.json"

@@ -1,4 +1,5 @@
 import pytest
+import yaml
 
 from postrisk.grid import (
     ConfigError,
@@ -60,21 +61,33 @@ def test_unknown_key_and_seed_consistency(paper):
         validate_config(dict(paper, seeds={"valid_per_cell": 10, "candidates": 5}))
 
 
-def test_presets_merge_and_validate(repo):
-    demo = load_config(repo / "config.yaml", repo / "presets" / "demo.yaml")
-    assert demo["scale"] == "demo" and demo["sizes"]["n_eval_cap"] == 600
-    assert demo["covariates"]["prefer_offline_package"] is True
-    # tuning merges key by key: the demo's short sweep keeps the paper's validation split
-    assert demo["tuning"]["trials"] == 6 and demo["tuning"]["validation_fraction"] == 0.2
-    assert demo["group_by"]["fit"] == ["method"]  # lists replace
-    assert demo["group_by"]["posterior"] == ["dataset", "prior"]
-    # cost entries merge key by key: the demo's MCMC jobs keep the paper's memory model
-    hbart = demo["cost_model"]["posterior"]["hbart"]
-    assert hbart["threads"] == 2 and hbart["mem_mb"] == 4000 and hbart["power"] == 1
-    assert demo["covariates"]["raw_dir"] == "resources/raw"  # merged, not replaced
-    assert guard_message(demo) is None
-    smoke = load_config(repo / "config.yaml", repo / "presets" / "smoke.yaml")
-    assert smoke["sizes"]["n_eval_cap"] == 150 and smoke["priors"] == ["gp"]
+def test_presets_merge_and_validate(repo, tmp_path):
+    """A preset merges over config.yaml the way Snakemake's --configfile does (a preset written
+    here, so that no preset's values are pinned); both shipped presets validate and pass the
+    local guard."""
+    preset = tmp_path / "preset.yaml"
+    preset.write_text(yaml.safe_dump({
+        "scale": "demo", "sizes": {"n_eval_cap": 600}, "covariates":
+        {"prefer_offline_package": True}, "tuning": {"trials": 6},
+        "group_by": {"fit": ["method"], "posterior": ["dataset", "prior"]},
+        "cost_model": {"posterior": {"hbart": {"threads": 2, "minutes": 0.5}}}}))
+    paper = load_config(repo / "config.yaml")
+    merged = load_config(repo / "config.yaml", preset)
+    assert merged["scale"] == "demo" and merged["sizes"]["n_eval_cap"] == 600
+    assert merged["covariates"]["prefer_offline_package"] is True
+    # tuning merges key by key: a short sweep keeps the paper's validation split
+    assert merged["tuning"]["trials"] == 6
+    assert merged["tuning"]["validation_fraction"] == paper["tuning"]["validation_fraction"]
+    assert merged["group_by"]["fit"] == ["method"]  # lists replace
+    assert merged["group_by"]["posterior"] == ["dataset", "prior"]
+    # cost entries merge key by key: the preset's MCMC jobs keep the paper's memory model
+    hbart, paper_hbart = (c["cost_model"]["posterior"]["hbart"] for c in (merged, paper))
+    assert hbart["threads"] == 2 and hbart["minutes"] == 0.5
+    assert hbart["mem_mb"] == paper_hbart["mem_mb"] and hbart["power"] == paper_hbart["power"]
+    assert merged["covariates"]["raw_dir"] == paper["covariates"]["raw_dir"]  # merged
+    for name in ("demo", "smoke"):
+        shipped = load_config(repo / "config.yaml", repo / "presets" / f"{name}.yaml")
+        assert shipped["scale"] == name and guard_message(shipped) is None
 
 
 def test_tuning_grid_narrows_the_tuned_conditions(paper):
@@ -120,8 +133,13 @@ def test_prior_grid_narrows_a_family_and_rejects_values_outside_the_grid(paper):
 
 
 def test_method_grid_narrows_a_method_and_its_jobs(paper):
-    from postrisk.grid import condition_methods, fits_method, implemented_conditions, is_tuned
-    from postrisk.grid.jobs import workflow_rules
+    from postrisk.grid import (
+        Planner,
+        condition_methods,
+        fits_method,
+        implemented_conditions,
+        is_tuned,
+    )
 
     cfg = validate_config(dict(paper, datasets=["concrete", "diamonds"], priors=["gp"],
                                methods=["blr", "gp"], method_grid={
@@ -134,7 +152,7 @@ def test_method_grid_narrows_a_method_and_its_jobs(paper):
     assert condition_methods(cfg, ("concrete", "gp", "bump", "ood")) == ["blr", "gp"]
     assert condition_methods(cfg, ("diamonds", "gp", "bump", "ood")) == ["blr"]
     assert not is_tuned(cfg, "gp", ("diamonds", "gp", "bump", "ood"))  # never fitted there
-    jobs = [key for rule in workflow_rules(cfg)["fit"] for key in rule.jobs]
+    jobs = [key for rule in Planner(cfg).stage_rules("fit") for key in rule.jobs]
     assert len(jobs) == len(conds) + 1
     with pytest.raises(ConfigError, match="method_grid.gp.datasets"):
         validate_config(dict(paper, datasets=["concrete"],

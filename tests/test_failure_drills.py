@@ -22,8 +22,19 @@ pytestmark = pytest.mark.workflow
 
 
 SMOKE = str(REPO / "presets" / "smoke.yaml")
+#: The drills' grid, over the smoke preset's sizes and settings: one GP instance, whatever the
+#: preset's grid is.
+ONE_INSTANCE = {"datasets": ["concrete"], "priors": ["gp"], "noise_modes": ["smooth_monotone"],
+                "coverages": ["balanced"], "seeds": {"valid_per_cell": 1, "candidates": 1}}
 TASK = "results/tasks/concrete/gp/smooth_monotone/balanced/0.zarr"
 CONDITION = "concrete/gp/smooth_monotone/balanced"
+
+
+def _one_instance(tmp_path, **extra) -> str:
+    """A config file of :data:`ONE_INSTANCE` and ``extra``, to pass after the smoke preset."""
+    preset = tmp_path / "one_instance.yaml"
+    preset.write_text(yaml.safe_dump({**ONE_INSTANCE, **extra}))
+    return str(preset)
 
 
 def test_killed_store_write_leaves_nothing_valid_and_a_failing_method_is_counted(tmp_path):
@@ -34,7 +45,7 @@ def test_killed_store_write_leaves_nothing_valid_and_a_failing_method_is_counted
     failures."""
     env = {**os.environ, PAUSE_ENV: "results/tasks/"}
     cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), TASK, "--cores", "2",
-           "--configfile", SMOKE]
+           "--configfile", SMOKE, _one_instance(tmp_path)]
     job = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
     store = tmp_path / TASK
@@ -59,10 +70,9 @@ def test_killed_store_write_leaves_nothing_valid_and_a_failing_method_is_counted
                 validate_store(candidate, kind="task")
 
     # the whole smoke DAG, with BLR given a setting that makes every fit raise
-    preset = tmp_path / "failing_method.yaml"
-    preset.write_text(yaml.safe_dump({"methods": ["blr"], "tuning": {"methods": ["blr"]},
-                                      "method_settings": {"blr": {"noise_std": -1.0}}}))
-    run = snakemake(tmp_path, "--cores", "2", "--configfile", SMOKE, str(preset))
+    preset = _one_instance(tmp_path, methods=["blr"], tuning={"methods": ["blr"]},
+                           method_settings={"blr": {"noise_std": -1.0}})
+    run = snakemake(tmp_path, "--cores", "2", "--configfile", SMOKE, preset)
     assert run.returncode == 0, run.stderr[-3000:]
     validate_store(store, kind="task")  # rebuilt
     assert not list(store.parent.glob(".*")), "leftovers of the killed write remain"

@@ -1,20 +1,18 @@
-"""Jobs, rules and resources (postrisk.grid.jobs): grouping is one parameter, every unit is in
-exactly one job, resources follow the cost model's formula, accelerators follow declarations."""
+"""Jobs, rules and resources (postrisk.grid.jobs, postrisk.grid.cost, through the planner):
+grouping is one parameter, every unit is in exactly one job, rules are named by what their
+outputs share, resources follow the cost model's formula, accelerators follow declarations.
+
+The grouped configurations are built here, from config.yaml and a few narrowings, so that no
+preset's counts or names are pinned."""
 
 import math
 
 import pytest
 
-from postrisk.grid import ConfigError, load_config, path, plan, validate_config, workflow_rules
-from postrisk.grid.jobs import (
-    GroupingError,
-    Resources,
-    group_keys,
-    job_resources,
-    stage_rules,
-    unit_cost,
-    unit_rows,
-)
+from postrisk.grid import ConfigError, Planner, load_config, path, plan, validate_config
+from postrisk.grid.cost import Resources, job_resources, unit_cost, unit_rows
+from postrisk.grid.jobs import _name_rules
+from postrisk.grid.stages import GroupingError, group_keys
 
 
 @pytest.fixture
@@ -22,9 +20,26 @@ def paper(repo):
     return load_config(repo / "config.yaml")
 
 
+def _small(paper, **changes):
+    """A small grid of config.yaml's settings (two datasets, GP and HBART, HBART on Concrete's
+    bump mode only, two seeds), with ``changes`` merged over it."""
+    cfg = dict(paper, datasets=["concrete", "diamonds"], priors=["gp", "hbart"],
+               noise_modes=["homoscedastic", "bump"], coverages=["balanced", "ood"],
+               seeds={"valid_per_cell": 2, "candidates": 2},
+               prior_grid={"hbart": {"datasets": ["concrete"], "noise_modes": ["bump"]}},
+               accelerator={"use": False, "allow_cpu_fallback": False},
+               methods=["blr", "gp", "nn_drop"], method_grid={
+                   "gp": {"coverages": ["balanced"]},
+                   "nn_drop": {"datasets": ["concrete"], "coverages": ["balanced"]}},
+               group_by={"sample": ["dataset", "prior"], "posterior": ["dataset", "prior"],
+                         "fit": ["method"]})
+    cfg.update(changes)
+    return validate_config(cfg)
+
+
 @pytest.fixture
-def demo(repo):
-    return load_config(repo / "config.yaml", repo / "presets" / "demo.yaml")
+def grouped(paper):
+    return _small(paper)
 
 
 def _all_outputs(rules, kind):
@@ -57,48 +72,78 @@ def test_job_request_is_margin_times_sum_and_largest_memory(paper):
     assert tiny.runtime == paper["cost_model"]["min_runtime"] and tiny.gpu == 0
 
 
-def test_one_job_per_unit_by_default_and_grouping_is_one_parameter(paper, demo):
-    one = stage_rules(paper, "posterior")
+def test_one_job_per_unit_by_default_and_grouping_is_one_parameter(paper, grouped):
+    one = Planner(paper).stage_rules("posterior")
     assert [r.name for r in one] == ["posterior_exact", "posterior_mcmc"]
     assert all(len(job.units) == 1 for r in one for job in r.jobs.values())
-    grouped = stage_rules(demo, "posterior")
-    assert [r.name for r in grouped] == ["posterior_exact", "posterior_mcmc"]
-    assert grouped[1].keys == ("dataset", "prior")
-    assert grouped[1].constraints == {"dataset": "concrete", "prior": "hbart|bnn"}
-    # every instance of the grid is written by exactly one job
-    demo_tasks = _all_outputs(grouped, "task")
-    assert len(demo_tasks) == len(set(demo_tasks)) == 3 * 8 + 2 * 4
-    # the same units whatever the grouping: regrouping the demo per instance gives the same set
-    per_unit = validate_config({**demo, "group_by": {}})
-    assert sorted(_all_outputs(stage_rules(per_unit, "posterior"), "task")) == sorted(demo_tasks)
+    rules = Planner(grouped).stage_rules("posterior")
+    assert [r.name for r in rules] == ["posterior_exact", "posterior_mcmc"]
+    assert rules[1].keys == ("dataset", "prior")
+    assert rules[1].constraints == {"dataset": "concrete", "prior": "hbart"}
+    # every instance of the grid is written by exactly one job: GP 2 × 2 × 2 cells, HBART 1 × 1
+    # × 2, two seeds each
+    tasks = _all_outputs(rules, "task")
+    assert len(tasks) == len(set(tasks)) == (2 * 2 * 2 + 2) * 2
+    # the same units whatever the grouping: regrouping per instance gives the same set
+    per_unit = validate_config({**grouped, "group_by": {}})
+    assert sorted(_all_outputs(Planner(per_unit).stage_rules("posterior"), "task")) == \
+        sorted(tasks)
 
 
-def test_rules_of_different_output_shapes_are_named_apart(demo):
-    rules = stage_rules(demo, "sample")
-    assert {r.name: len(r.outputs["sample"]) for r in rules} == {"sample_gp": 8,
-                                                                 "sample_bnn_hbart": 4}
+def test_rules_of_different_output_shapes_are_named_by_what_their_outputs_share(grouped):
+    planner = Planner(grouped)
+    rules = planner.stage_rules("sample")
+    # GP on every cell of its two datasets; HBART only on the bump mode (of Concrete)
+    assert {r.name: len(r.outputs["sample"]) for r in rules} == {"sample": 8, "sample_bump": 4}
     # jobs of one rule share their input shape too: inputs are patterns, not functions
     assert rules[0].inputs == ["results/covariates/{dataset}.zarr",
                                "results/priors/{dataset}/{prior}.json"]
-    mcmc = stage_rules(demo, "posterior")[1]
+    mcmc = planner.stage_rules("posterior")[1]
     assert mcmc.inputs == [o.replace("results/tasks/", "results/samples/")
                            for o in mcmc.outputs["task"]]
-    fit = stage_rules(demo, "fit")
+    fit = planner.stage_rules("fit")
     assert fit[0].inputs is None  # a condition's seeds depend on its cell
-    # the tree ensembles and the other costly methods cover parts of the grid (method_grid): a
-    # rule for each shape (the first: four of the paper's methods and the outside example)
-    assert [r.name for r in fit] == ["fit_blr_and_4_more", "fit_catboost_kgb_and_8_more",
-                                     "fit_nn_bag_and_5_more"]
+    # BLR everywhere, GP on the balanced coverage, MC dropout on Concrete's balanced coverage:
+    # a rule for each shape, named by the axis values it is narrowed to
+    assert [r.name for r in fit] == ["fit", "fit_balanced", "fit_concrete_balanced"]
+    assert [r.constraints["method"] for r in fit] == ["blr", "gp", "nn_drop"]
     assert fit[0].keys == ("method",)
-    assert len(fit[1].outputs["fit"]) == 10 and len(fit[2].outputs["fit"]) == 6
-    assert len(fit[0].outputs["fit"]) == len(fit[0].outputs["tuning_result"]) == 32
+    assert [len(r.outputs["fit"]) for r in fit] == [10, 5, 3]
+    assert len(fit[0].outputs["tuning_result"]) == 10
     job = fit[0].job({"method": "blr"})
-    assert [u["method"] for u in job.payload] == ["blr"] * 32
-    assert "inputs" not in job.payload[0] and job.payload[0]["fits"].endswith("/blr.zarr")
+    assert [u.method for u in job.payload] == ["blr"] * 10
+    assert job.payload[0].fits.endswith("/blr.zarr")
+    assert job.payload[0].seeds == (0, 1) and job.payload[0].selection == ()  # no BNN
+    # a method that moves to another method's narrowing joins that rule; no name changes
+    moved = Planner(_small(grouped, method_grid={**grouped["method_grid"],
+                                                 "gp": grouped["method_grid"]["nn_drop"]}))
+    assert [(r.name, r.constraints["method"]) for r in moved.stage_rules("fit")] == [
+        ("fit", "blr"), ("fit_concrete_balanced", "nn_drop|gp")]
+    # one fit job per method (group_by.fit: [method]) or one per unit: the same outputs
+    per_unit = Planner(_small(grouped, group_by={}))
+    assert [r.name for r in per_unit.stage_rules("fit")] == ["fit"]
+    assert sorted(_all_outputs(per_unit.stage_rules("fit"), "fit")) == \
+        sorted(_all_outputs(fit, "fit"))
+
+
+def test_rules_sharing_a_description_get_a_digest_each():
+    class Unit:
+        def __init__(self, dataset, noise, out):
+            self.wildcards = {"dataset": dataset, "prior": "gp", "noise": noise,
+                              "coverage": "ood", "method": "m"}
+            self.outputs = (out,)
+
+    a = [Unit("concrete", "bump", "a1"), Unit("diamonds", "edges", "a2")]
+    b = [Unit("concrete", "edges", "b1"), Unit("diamonds", "bump", "b2")]
+    c = [Unit("concrete", "homoscedastic", "c1")]
+    names = _name_rules({}, "fit", ("method",), [a, b, c], a + b + c)
+    assert names[2] == "fit_concrete_homoscedastic"
+    assert names[0] != names[1] and names[0].startswith("fit_bump_edges_")
+    assert names == _name_rules({}, "fit", ("method",), [a, b, c], a + b + c)  # deterministic
 
 
 def test_resources_the_same_for_every_job_are_constants(paper):
-    sample = stage_rules(paper, "sample")[0]
+    sample = Planner(paper).stage_rules("sample")[0]
     assert sample.constant("threads") == 1 and sample.constant("gpu") == 0
     assert sample.constant("mem_mb") is None  # it grows with the dataset's rows
 
@@ -112,24 +157,25 @@ def test_bad_grouping_is_a_clear_config_error(paper):
         group_keys({"group_by": {"fit": ["dataset"]}}, "fit")
 
 
-def test_accelerators_follow_the_declarations(paper, demo):
+def test_accelerators_follow_the_declarations(paper, grouped):
     from postrisk.priors.base import FAMILY_ENTRIES
 
     assert FAMILY_ENTRIES["hbart"].accelerator and not FAMILY_ENTRIES["gp"].accelerator
-    rules = {r.name: r for r in stage_rules(paper, "posterior")}
+    rules = {r.name: r for r in Planner(paper).stage_rules("posterior")}
     assert rules["posterior_mcmc"].accelerator and rules["posterior_mcmc"].env == "jax-gpu"
     assert {j.resources.gpu for j in rules["posterior_mcmc"].jobs.values()} == {1}
     assert {j.resources.gpu for j in rules["posterior_exact"].jobs.values()} == {0}
-    assert not any(r.accelerator for r in stage_rules(demo, "posterior"))  # use: false
+    assert not any(r.accelerator for r in Planner(grouped).stage_rules("posterior"))  # use: false
 
 
 def test_plan_reports_what_the_rules_request(paper):
-    rows = {r.rule: r for r in plan(paper)}
-    mcmc = stage_rules(paper, "posterior")[1]
+    planner = Planner(paper)
+    rows = {r.rule: r for r in plan(paper, planner)}
+    mcmc = planner.stage_rules("posterior")[1]
     assert rows["posterior_mcmc"].jobs == len(mcmc.jobs) == 2 * 13 * 8 * 13
     assert rows["posterior_mcmc"].gpu_jobs == rows["posterior_mcmc"].jobs
     assert rows["posterior_mcmc"].runtime_max == max(j.resources.runtime
                                                      for j in mcmc.jobs.values())
-    every = workflow_rules(paper)
-    assert set(rows) == {r.name for rules in every.values() for r in rules if r.jobs}
+    assert set(rows) == {r.name for rules in planner.rules.values() for r in rules if r.jobs}
+    assert {r: rows[r].jobs for r in rows} == planner.job_counts()
     assert rows["checks"].jobs == rows["aggregate_scores"].jobs == 1

@@ -120,7 +120,9 @@ def test_a_file_location_and_a_subclass(tmp_path):
 
 
 def test_the_config_names_an_outside_method_and_tunes_it():
-    cfg = load_config("config.yaml", "presets/smoke.yaml")
+    paper = load_config("config.yaml")
+    cfg = validate_config({**paper, "methods": ["blr", "nn_ens", EXAMPLE],
+                           "tuning": {**paper["tuning"], "methods": ["blr", "knn_uncertainty"]}})
     assert cfg["methods"][-1] == "knn_uncertainty"
     assert cfg["outside_methods"]["knn_uncertainty"]["location"] == EXAMPLE
     assert "knn_uncertainty" in implemented_methods(cfg) and \
@@ -262,7 +264,13 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
         assert len(errors) == 1 and message in errors[0] and "Traceback" not in err, (argv, err)
 
 
-def test_plan_counts_the_outside_method(capsys):
-    """The smoke preset: BLR, ten networks and the outside example, one fit job each."""
-    assert main(["plan", "config.yaml", "presets/smoke.yaml"]) == 0
-    assert "| fit | 12 |" in capsys.readouterr().out
+def test_plan_counts_the_outside_method(capsys, tmp_path):
+    """One condition, BLR, MC dropout and the outside example: one fit job each."""
+    import yaml
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({
+        "datasets": ["concrete"], "priors": ["gp"], "noise_modes": ["smooth_monotone"],
+        "coverages": ["balanced"], "methods": ["blr", "nn_drop", EXAMPLE]}))
+    assert main(["plan", "config.yaml", str(grid)]) == 0
+    assert "| fit | 3 |" in capsys.readouterr().out

@@ -14,7 +14,7 @@ def test_slurm_profile_plans_the_full_grid_with_the_cost_models_resources(tmp_pa
     """`snakemake --profile profiles/slurm -n` on config.yaml: the whole grid; every job asks for
     the threads, runtime and memory of the cost model (exactly what `postrisk plan` reports);
     MCMC posteriors, and only they, ask for a GPU on the GPU partition."""
-    from postrisk.grid import load_config, workflow_rules
+    from postrisk.grid import Planner
     from postrisk.methods.registry import METHOD_ENTRIES
 
     monkeypatch.setenv("SLURM_ACCOUNT", "dummy")
@@ -34,15 +34,15 @@ def test_slurm_profile_plans_the_full_grid_with_the_cost_models_resources(tmp_pa
     for name in ("abalone", "sarcos", "white_wine", "red_wine"):
         assert f"results/covariates/{name}.zarr" in run.stdout
 
+    planner = Planner.from_files(REPO / "config.yaml")
     expected = {}
-    for rules in workflow_rules(load_config(REPO / "config.yaml")).values():
+    for rules in planner.rules.values():
         for rule in rules:
             for ident, job in rule.jobs.items():
                 expected[(rule.name, ident)] = job.resources
     jobs = [j for j in dry_run_jobs(run.stdout) if j["rule"] != "all"]
     assert len(jobs) == counts["total"] - 1 == len(expected)
-    rules_by_name = {r.name: r for rs in workflow_rules(load_config(REPO / "config.yaml")).values()
-                     for r in rs}
+    rules_by_name = {r.name: r for rs in planner.rules.values() for r in rs}
     for job in jobs:
         res = job["resources"]
         assert {"runtime", "mem_mb", "gpu"} <= set(res), job

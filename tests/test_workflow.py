@@ -18,38 +18,45 @@ from tests.workflow_helpers import REPO, job_counts, rule_environments, snakemak
 pytestmark = pytest.mark.workflow
 
 
-def test_mcmc_posteriors_run_in_the_gpu_environment():
+def test_mcmc_posteriors_run_in_the_gpu_environment(tmp_path):
     """Rules take their environment from the accelerator declaration: with `accelerator.use`
-    the MCMC posteriors get workflow/envs/jax-gpu.yaml; without it (the demo), the CPU one."""
+    the MCMC posteriors get workflow/envs/jax-gpu.yaml; without it, the CPU one."""
     paper = rule_environments()
     assert paper["posterior_mcmc"] == "../workflow/envs/jax-gpu.yaml"
     assert paper["posterior_exact"] == paper["fit"] == paper["prior"] == "../workflow/envs/jax.yaml"
     assert paper["score"] == paper["checks"] == "../workflow/envs/core.yaml"
     assert all(env for name, env in paper.items() if name != "all")
-    demo = rule_environments(REPO / "presets" / "demo.yaml")
-    assert demo["posterior_mcmc"] == "../workflow/envs/jax.yaml"
+    cpu = tmp_path / "cpu.yaml"
+    cpu.write_text(yaml.safe_dump({"accelerator": {"use": False, "allow_cpu_fallback": False}}))
+    assert rule_environments(cpu)["posterior_mcmc"] == "../workflow/envs/jax.yaml"
 
 
 def test_dry_run_of_the_demo_preset_plans_its_grouped_jobs(tmp_path):
-    """The demo's grouped jobs (one per dataset and family, one fit job per method) use the same
-    rule shape as one job per unit: one rule per output shape, named by what tells them apart."""
-    from postrisk.grid import implemented_methods, load_config
+    """The demo's grouped jobs (a preset's `group_by`) use the same rule shape as one job per
+    unit: one rule per output shape. The dry run plans exactly the planner's rules and jobs,
+    every method (the outside ones among them) in one fit job, every task store once."""
+    from postrisk.grid import Planner
 
     run = snakemake(tmp_path, "-n", "--configfile", str(REPO / "presets/demo.yaml"))
     assert run.returncode == 0, run.stderr
     counts = job_counts(run.stdout)
-    demo = load_config(REPO / "config.yaml", REPO / "presets/demo.yaml")
-    # the methods on every condition (the outside example among them), and the tree ensembles
-    # and the other costly methods on parts of the grid (method_grid): one rule per shape
-    fits = ("fit_blr_and_4_more", "fit_catboost_kgb_and_8_more", "fit_nn_bag_and_5_more")
-    assert sum(counts[rule] for rule in fits) == len(implemented_methods(demo)) == 20
-    assert demo["outside_methods"] == {"knn_uncertainty": {
-        "location": "examples.knn_uncertainty:KNNUncertainty", "search_space": None}}
-    assert counts[fits[1]] + counts[fits[2]] == len(demo["method_grid"]) == 15
-    assert counts["sample_gp"] == counts["posterior_exact"] == len(demo["datasets"])
-    assert counts["sample_bnn_hbart"] == counts["posterior_mcmc"] == 2
-    assert "results/tasks/concrete/bnn/bump/ood/0.zarr" in run.stdout
-    assert "results/logs/posterior/concrete/bnn.log" in run.stdout
+    planner = Planner.from_files(REPO / "config.yaml", REPO / "presets/demo.yaml")
+    assert counts == {**planner.job_counts(), "all": 1, "total": sum(counts.values()) // 2}
+    fits = planner.stage_rules("fit")
+    jobs = [job for rule in fits for job in rule.jobs.values()]
+    assert sorted(u.method for job in jobs for u in job.units[:1]) == sorted(planner.methods)
+    assert set(planner.config.get("outside_methods", {})) <= set(planner.methods)
+    # no rule name counts methods; every name is its stage's (or the posterior kind's) and what
+    # its outputs share
+    for rule in fits:
+        assert rule.name == "fit" or rule.name.startswith("fit_"), rule.name
+        assert not any(part.isdigit() for part in rule.name.split("_")), rule.name
+    for store in planner.task_stores():
+        assert store in run.stdout
+    for rule in planner.stage_rules("posterior"):
+        for job in rule.jobs.values():
+            log = rule.log.format(**job.units[0].wildcards)
+            assert log in run.stdout, log
 
 
 def test_plain_local_run_of_full_grid_stops_with_plan(tmp_path):
@@ -93,8 +100,22 @@ def test_unreachable_source_fails_with_clear_message(tmp_path):
     assert not (tmp_path / "results/covariates/abalone.zarr").exists()
 
 
-SMOKE_TASK = "results/tasks/concrete/gp/smooth_monotone/balanced/0.zarr"
-SMOKE_CONDITION = "concrete/gp/smooth_monotone/balanced"
+#: The instance the README's snippets load (from the smoke run's release, below).
+SMOKE_KEY = "concrete/gp/smooth_monotone/balanced/0"
+SMOKE_TASK = f"results/tasks/{SMOKE_KEY}.zarr"
+SMOKE_CONDITION = SMOKE_KEY.rsplit("/", 1)[0]
+REFERENCE_ROWS = {"oracle", "mahalanobis", "knn10", "constant_au"}
+
+
+@pytest.fixture(scope="module")
+def smoke_plan():
+    """The smoke preset's planner: what the tests below expect, computed from the preset."""
+    from postrisk.grid import Planner
+
+    planner = Planner.from_files(REPO / "config.yaml", REPO / "presets" / "smoke.yaml")
+    assert SMOKE_TASK in planner.task_stores(), (
+        f"the README's snippets load {SMOKE_KEY}: the smoke preset must build it")
+    return planner
 
 
 @pytest.fixture(scope="module")
@@ -107,18 +128,25 @@ def smoke(tmp_path_factory):
     return workdir
 
 
-def test_smoke_preset_end_to_end(smoke):
-    tmp_path = smoke
-    summary = summarize_store(tmp_path / "results/covariates/concrete.zarr")
-    assert (summary["d"], summary["N"], summary["n_eval"]) == (8, 1030, 150)
-    task = tmp_path / "results/tasks/concrete/gp/smooth_monotone/balanced/0.zarr"
-    validate_store(task, kind="task")
+def test_smoke_preset_end_to_end(smoke, smoke_plan):
+    from postrisk.covariates.pools import eval_pool_size
+    from postrisk.covariates.registry import registry
+    from postrisk.methods.registry import display_name, get_method
+    from postrisk.tuning.sweep import split_indices
+
+    tmp_path, cfg = smoke, smoke_plan.config
+    for name in smoke_plan.covariate_datasets:
+        spec = registry()[name]
+        summary = summarize_store(tmp_path / f"results/covariates/{name}.zarr")
+        assert (summary["d"], summary["N"], summary["n_eval"]) == (
+            spec.d, spec.N, eval_pool_size(spec.N, cfg["sizes"]["n_eval_cap"]))
+    for task in smoke_plan.task_stores():
+        validate_store(tmp_path / task, kind="task")
     table3 = pd.read_csv(tmp_path / "results/checks/table3.csv")
-    assert table3["prior"].tolist() == ["gp"] and table3["scale"].iloc[0] == "smoke"
+    assert table3["prior"].tolist() == smoke_plan.priors
+    assert (table3["scale"] == cfg["scale"]).all()
     scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
-    assert {"blr", "oracle", "mahalanobis", "knn10", "constant_au", "nn_ens", "nn_bag", "nn_drop",
-            "nn_edl", "nn_deup", "nn_lap", "nn_lap_sn", "nn_fsp", "nn_fsp_sn",
-            "nn_swag"} <= set(scores["method"])
+    assert set(smoke_plan.methods) | REFERENCE_ROWS <= set(scores["method"])
     assert (scores.loc[scores["method"].str.startswith("nn_"), "failed_fits"] == 0).all()
     oracle = scores[(scores["method"] == "oracle")
                     & (scores["target"] == "eu_posterior_excess_risk")]
@@ -129,34 +157,57 @@ def test_smoke_preset_end_to_end(smoke):
     tables = tmp_path / "results/tables"
     for name in EVALUATION_TABLES:
         assert (tables / f"{name}.csv").exists(), name
-    assert "smoke scale — not comparable to the paper" in (tables / "tables.md").read_text()
+    assert f"{cfg['scale']} scale — not comparable to the paper" in \
+        (tables / "tables.md").read_text()
     long = pd.read_csv(tables / "metrics_long.csv")
     assert {"ok", "not applicable"} <= set(long["status"])
     assert {"pareto_gap_posterior_excess_risk", "crps", "eu_auroc_outer"} <= set(long["metric"])
-    # the Disentanglement Error experiment ran BLR's 90 refits on the one (GP) instance
+    # the Disentanglement Error experiment: every configured method's refits (each data
+    # fraction and label-noise fraction, `runs` times) on its instances
+    settings = cfg["disentanglement"]
+    refits = (len(settings["data_fractions"]) + len(settings["label_noise_fractions"])) * \
+        settings["runs"]
+    units = smoke_plan.units["disentanglement"]
     de = pd.read_csv(tables / "disentanglement.csv")
-    assert de["method"].tolist() == ["blr"] and de["status"].iloc[0] == "ok"
-    assert de["n_fits"].iloc[0] == 90 and np.isfinite(de[["de", "de_true"]].to_numpy()).all()
+    assert sorted(de["method"]) == sorted({u.method for u in units})
+    assert (de["status"] == "ok").all()
+    assert de.set_index("method")["n_fits"].to_dict() == {
+        m: refits * sum(u.method == m for u in units) for m in de["method"]}
+    assert np.isfinite(de[["de", "de_true"]].to_numpy()).all()
     for png in ("rank_histograms.png", "fig2_mean_rho.png", "fig3a_entanglement.png",
                 "fig8_per_dataset_eu.png"):
         assert (tmp_path / "results/figures" / png).stat().st_size > 1000
-    # BLR was tuned (4 trials in the smoke preset) and every seed used the sweep's winner.
-    condition = "concrete/gp/smooth_monotone/balanced"
-    tuned = json.loads((tmp_path / f"results/tuning/{condition}/blr.json").read_text())
-    assert tuned["n_trials"] == 4 and len(tuned["trials"]) == 4
-    assert tuned["split"]["n_fit"] == 96 and tuned["split"]["n_validation"] == 24
-    assert (tmp_path / f"results/tuning/journals/{condition}/blr.log").stat().st_size > 0
-    fits = open_zarr(tmp_path / f"results/fits/{condition}/blr.zarr")
-    assert json.loads(fits.attrs["config"]) == tuned["config"]
-    # The outside method (module:Class in the preset) was tuned, fitted and scored by name, and
-    # is in every table that lists methods.
-    knn = json.loads((tmp_path / f"results/tuning/{condition}/knn_uncertainty.json").read_text())
-    assert knn["n_trials"] == 4 and 3 <= knn["config"]["n_neighbors"] <= 50
-    assert "knn_uncertainty" in set(scores["method"])
-    assert scores.loc[scores["method"] == "knn_uncertainty", "display_name"].iloc[0] == "kNN-UQ"
-    for name in ("metric_means", "table8", "table9", "table10", "shells"):
-        assert "knn_uncertainty" in set(pd.read_csv(tables / f"{name}.csv")["method"]), name
-    assert "kNN-UQ" in (tmp_path / "results/report/index.html").read_text()
+    # Every tuned (method, condition) ran its sweep's trials on the seed-0 sample's split, and
+    # every seed used the sweep's winner; the others record their fixed configuration.
+    tuned_units = [u for u in smoke_plan.units["fit"] if u.tuning is not None]
+    assert tuned_units
+    for unit in smoke_plan.units["fit"]:
+        chosen = json.loads((tmp_path / unit.config).read_text())
+        fits = open_zarr(tmp_path / unit.fits)
+        assert json.loads(fits.attrs["config"]) == chosen["config"], unit.label
+        if unit.tuning is None:
+            assert chosen["n_trials"] == 0, unit.label
+            continue
+        trials = unit.tuning["trials"]
+        assert chosen["n_trials"] == trials and len(chosen["trials"]) == trials, unit.label
+        n = open_zarr(tmp_path / unit.samples[0])["y_train"].size
+        fit_rows, validation_rows = split_indices(n, unit.tuning["validation_fraction"])
+        assert (chosen["split"]["n_fit"], chosen["split"]["n_validation"]) == (
+            fit_rows.size, validation_rows.size), unit.label
+        assert (tmp_path / unit.journal).stat().st_size > 0, unit.label
+    # The outside methods (module:Class in the preset) were tuned or fixed, fitted and scored by
+    # name, and are in every table that lists methods, under their display names.
+    for name in cfg.get("outside_methods", {}):
+        space = get_method(name).search_space  # the class's own
+        for unit in (u for u in tuned_units if u.method == name):
+            config = json.loads((tmp_path / unit.config).read_text())["config"]
+            for key, (_, low, high, *_) in space.items():
+                assert low <= config[key] <= high, (name, key, config[key])
+        shown = scores.loc[scores["method"] == name, "display_name"]
+        assert len(shown) and (shown == display_name(name)).all(), name
+        for table in ("metric_means", "table8", "table9", "table10", "shells"):
+            assert name in set(pd.read_csv(tables / f"{table}.csv")["method"]), (name, table)
+        assert display_name(name) in (tmp_path / "results/report/index.html").read_text()
     # Nothing left to do on a second run.
     again = snakemake(tmp_path, "-n", "--configfile", str(REPO / "presets" / "smoke.yaml"))
     assert "Nothing to be done" in again.stdout + again.stderr
@@ -170,22 +221,34 @@ def readme_snippet(marker: str) -> str:
     return block.split("```bash\n", 1)[1].rsplit("```", 1)[0]
 
 
-def test_release_round_trip(smoke):
+def test_release_round_trip(smoke, smoke_plan):
     """The release: packed by the DAG, served on 127.0.0.1, downloaded and loaded by the
     README's snippet as written and by rule `download`; the arrays equal the pipeline's own
     store."""
     import subprocess
 
     import postrisk
+    from postrisk.covariates.registry import registry
+    from postrisk.grid import training_size
+    from postrisk.release import dataset_file, instances_file
 
     workdir, store = smoke, smoke / SMOKE_TASK
     from tests.http_fixture import FakeSources, serve_files
 
+    cfg = smoke_plan.config
+    keys = sorted(u.key.label for u in smoke_plan.units["posterior"])  # no BNN: all valid
+    pairs = sorted({(u.key.dataset, u.key.prior) for u in smoke_plan.units["posterior"]})
     manifest = json.loads((workdir / "results/release/manifest.json").read_text())
-    assert [i["key"] for i in manifest["instances"]] == ["concrete/gp/smooth_monotone/balanced/0"]
-    assert manifest["scale"] == "smoke" and manifest["not_shipped"] == []
+    assert sorted(i["key"] for i in manifest["instances"]) == keys
+    assert manifest["scale"] == cfg["scale"] and manifest["not_shipped"] == []
     assert {f["name"] for f in manifest["files"]} == {
-        "concrete_gp.zip", "concrete_dataset.zip", "DATA_CARD.md", "CITATION.cff"}
+        *(instances_file(d, p) for d, p in pairs), *(dataset_file(d) for d, _ in pairs),
+        "DATA_CARD.md", "CITATION.cff"}
+    # what the README's snippets download and print: the README instance's (dataset, prior)
+    dataset, prior = SMOKE_KEY.split("/")[:2]
+    downloaded = [k for k in keys if k.startswith(f"{dataset}/{prior}/")]
+    spec = registry()[dataset]
+    n_eval = int(open_zarr(workdir / SMOKE_TASK)["x_eval"].shape[0])
     user = workdir / "user"  # stands for a checkout: its environment and examples/
     user.mkdir()
     (user / ".venv").symlink_to(REPO / ".venv")
@@ -196,16 +259,18 @@ def test_release_round_trip(smoke):
                              cwd=user, capture_output=True, text=True, timeout=300,
                              env={**os.environ, "RELEASE_URL": url})
         assert run.returncode == 0, run.stderr[-3000:]
+        # its instances file, its dataset file and the two documents
         assert "4 file(s) downloaded and verified" in run.stdout
-        assert "['concrete/gp/smooth_monotone/balanced/0']" in run.stdout
-        assert "(120, 8) (120,) (150, 8)" in run.stdout
+        assert str(downloaded[:3]) in run.stdout
+        n = training_size(dataset, cfg["sizes"].get("n_cap"))
+        assert f"({n}, {spec.d}) ({n},) ({n_eval}, {spec.d})" in run.stdout
         # the README's evaluate-your-method snippet, as written, on the downloaded task
         run = subprocess.run(["bash", "-euo", "pipefail", "-c", readme_snippet("evaluate-snippet")],
                              cwd=user, capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr[-3000:]
         assert "spearman_eu_posterior_excess_risk" in run.stdout
-        assert "knn_uncertainty on 1 task(s)" in run.stdout
-        assert len(pd.read_csv(user / "scores.csv")) == 1
+        assert f"knn_uncertainty on {len(downloaded)} task(s)" in run.stdout
+        assert len(pd.read_csv(user / "scores.csv")) == len(downloaded)
         # the workflow's own rule: `snakemake download` from the config's release section
         settings = workdir / "release.yaml"
         settings.write_text(yaml.safe_dump({"release": {"base_url": url,
@@ -215,10 +280,8 @@ def test_release_round_trip(smoke):
         assert rule.returncode == 0, rule.stderr[-3000:]
     assert (workdir / "fetched/manifest.json").read_text() == \
         (workdir / "results/release/manifest.json").read_text()
-    assert [t.label for t in postrisk.list_tasks(workdir / "fetched")] == [
-        "concrete/gp/smooth_monotone/balanced/0"]
-    loaded = postrisk.load_task("concrete/gp/smooth_monotone/balanced/0",
-                                root=user / "postrisk-data", verify=True)
+    assert [t.label for t in postrisk.list_tasks(workdir / "fetched")] == keys
+    loaded = postrisk.load_task(SMOKE_KEY, root=user / "postrisk-data", verify=True)
     own = postrisk.load_task(store)
     assert set(own.ds.variables) - set(loaded.ds.variables) == {"posterior_draws_train"}
     for name in loaded.ds.variables:
@@ -277,7 +340,7 @@ assert not [m for m in heavy if importlib.util.find_spec(m)], "not a light insta
 import postrisk
 from examples.knn_uncertainty import KNNUncertainty
 from postrisk.methods.registry import make_method
-task = postrisk.load_task("concrete/gp/smooth_monotone/balanced/0", root={str(release)!r})
+task = postrisk.load_task({SMOKE_KEY!r}, root={str(release)!r})
 rows = [postrisk.evaluate(m, task).iloc[0] for m in (KNNUncertainty(), make_method("blr"))]
 print("SCORES" + json.dumps([[r["spearman_eu_posterior_excess_risk"], r["nll"]] for r in rows]))
 """
@@ -285,7 +348,7 @@ print("SCORES" + json.dumps([[r["spearman_eu_posterior_excess_risk"], r["nll"]] 
                          timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     light = json.loads(run.stdout.split("SCORES", 1)[1])
-    task = postrisk.load_task("concrete/gp/smooth_monotone/balanced/0", root=release)
+    task = postrisk.load_task(SMOKE_KEY, root=release)
     full = [postrisk.evaluate(m, task).iloc[0] for m in (KNNUncertainty(), make_method("blr"))]
     np.testing.assert_allclose(light, [[r["spearman_eu_posterior_excess_risk"], r["nll"]]
                                        for r in full], rtol=1e-12)

@@ -1,14 +1,21 @@
-"""The grid of the experiment and its configuration.
+"""The grid of the experiment, its configuration and its planner.
+
+Modules, from the bottom up (each imports only those below it; ``make lint`` checks it):
 
 * :mod:`~postrisk.grid.vocabulary` — the names each axis may take, read from the registries;
-* :mod:`~postrisk.grid.config` — the configuration's schema, validation and merging;
-* :mod:`~postrisk.grid.conditions` — conditions, what is implemented and what is tuned;
-* :mod:`~postrisk.grid.seeds` — the one seed policy (built, valid and used seeds);
 * :mod:`~postrisk.grid.paths` — where every output lives;
-* :mod:`~postrisk.grid.jobs` — units, jobs and rules of each stage, resources, accelerators;
-* :mod:`~postrisk.grid.plan` — what the jobs request per rule, the local guard, settings digests.
+* :mod:`~postrisk.grid.stages` — the stages, the keys of their units, how units group;
+* :mod:`~postrisk.grid.config` — the configuration's schema, validation and merging;
+* :mod:`~postrisk.grid.conditions` — conditions, what is implemented, fitted and tuned;
+* :mod:`~postrisk.grid.seeds` — the seed policy: which seeds are built and may be used;
+* :mod:`~postrisk.grid.units` — every stage's units of work (frozen dataclasses);
+* :mod:`~postrisk.grid.cost` — what a job asks of a cluster (cost model, accelerators);
+* :mod:`~postrisk.grid.jobs` — units grouped into jobs, and the Snakemake rules that run them;
+* :mod:`~postrisk.grid.planner` — :class:`Planner`: all of the above for one config, once;
+* :mod:`~postrisk.grid.plan` — the plan as a table, and the guard against a local full run.
 
-The names below are importable from ``postrisk.grid`` directly.
+Which of the built seeds are *valid* (the BNN R̂ rule) is decided at run time by
+``postrisk.tasks.validity``. The names below are importable from ``postrisk.grid`` directly.
 """
 
 from postrisk.grid.conditions import (
@@ -16,7 +23,6 @@ from postrisk.grid.conditions import (
     condition_methods,
     conditions,
     covariate_datasets,
-    disentanglement_units,
     fits_method,
     implemented_conditions,
     implemented_methods,
@@ -32,48 +38,43 @@ from postrisk.grid.config import (
     load_config,
     validate_config,
 )
-from postrisk.grid.jobs import (
-    Job,
-    Resources,
-    StageRule,
-    env_family,
-    stage_rules,
-    workflow_rules,
-)
+from postrisk.grid.cost import Resources, env_family
+from postrisk.grid.jobs import Job, StageRule, rule_name
 from postrisk.grid.paths import EVALUATION_TABLES, REPORT_FIGURES, RESULTS, TEMPLATES, path
 from postrisk.grid.plan import (
     RulePlan,
-    config_digest,
     guard_message,
     n_instances,
     plan,
     plan_report,
     plan_table,
 )
-from postrisk.grid.seeds import (
-    RHAT_STRICT,
-    RHAT_THRESHOLD,
-    SeedPolicy,
-    TooFewValidSeeds,
-    condition_seeds,
-    task_seeds,
-    usable_seeds,
-    valid_seeds,
+from postrisk.grid.planner import Planner
+from postrisk.grid.seeds import SeedPolicy, condition_seeds, task_seeds
+from postrisk.grid.stages import STAGES, UNIT_KEYS
+from postrisk.grid.units import (
+    CovariatesUnit,
+    DisentanglementUnit,
+    FitUnit,
+    PosteriorUnit,
+    PriorUnit,
+    SampleUnit,
+    ScoreUnit,
+    ValidSeedsUnit,
+    disentanglement_units,
+    unit_paths,
 )
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 
 __all__ = [
-    "EVALUATION_TABLES",
-    "REPORT_FIGURES",
-    "disentanglement_units",
-    "COVERAGES", "Condition", "ConfigError", "Job", "METHODS", "NOISE_MODES", "PRIORS",
-    "RESULTS", "RHAT_STRICT", "RHAT_THRESHOLD", "Resources", "RulePlan", "SeedPolicy",
-    "StageRule", "TEMPLATES", "TooFewValidSeeds", "env_family", "plan_table", "stage_rules",
-    "workflow_rules",
-    "condition_methods", "condition_seeds", "conditions", "config_digest", "config_schema",
-    "covariate_datasets",
-    "deep_merge", "fits_method", "guard_message", "implemented_conditions", "implemented_methods",
-    "implemented_priors", "is_tuned", "load_config", "n_instances", "path", "plan", "plan_report",
-    "task_seeds", "training_size", "tuned_methods", "usable_seeds", "valid_seeds",
-    "validate_config",
+    "COVERAGES", "Condition", "ConfigError", "CovariatesUnit", "DisentanglementUnit",
+    "EVALUATION_TABLES", "FitUnit", "Job", "METHODS", "NOISE_MODES", "PRIORS", "Planner",
+    "PosteriorUnit", "PriorUnit", "REPORT_FIGURES", "RESULTS", "Resources", "RulePlan",
+    "STAGES", "SampleUnit", "ScoreUnit", "SeedPolicy", "StageRule", "TEMPLATES", "UNIT_KEYS",
+    "ValidSeedsUnit",
+    "condition_methods", "condition_seeds", "conditions", "config_schema", "covariate_datasets",
+    "deep_merge", "disentanglement_units", "env_family", "fits_method", "guard_message",
+    "implemented_conditions", "implemented_methods", "implemented_priors", "is_tuned",
+    "load_config", "n_instances", "path", "plan", "plan_report", "plan_table", "rule_name",
+    "task_seeds", "training_size", "tuned_methods", "unit_paths", "validate_config",
 ]

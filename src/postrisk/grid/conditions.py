@@ -123,22 +123,3 @@ def implemented_conditions(cfg: Mapping) -> list[Condition]:
     priors = implemented_priors(cfg)
     return [c for c in conditions(cfg) if c[1] in priors]
 
-
-def disentanglement_units(cfg: Mapping) -> list[tuple[Condition, int, str]]:
-    """The Disentanglement Error experiment's jobs: (condition, seed, method) for every
-    implemented condition within ``disentanglement.grid``, every seed of
-    ``disentanglement.seeds`` that the condition builds, and every method of
-    ``disentanglement.methods`` fitted there (the experiment reuses that fit's configuration;
-    a method that ``methods`` or ``method_grid`` leaves out there is skipped)."""
-    from postrisk.grid.seeds import task_seeds
-
-    de = cfg.get("disentanglement") or {}
-    methods = [m for m in de.get("methods", []) if m in implemented_methods(cfg)]
-    built = set(task_seeds(cfg))
-    units = []
-    for condition in implemented_conditions(cfg):
-        if not within(de.get("grid", {}), condition):
-            continue
-        for method in (m for m in methods if fits_method(cfg, m, condition)):
-            units += [(condition, int(s), method) for s in de.get("seeds", []) if s in built]
-    return units

@@ -16,7 +16,7 @@ import jsonschema
 import yaml
 
 from postrisk.covariates.registry import registry, task_datasets
-from postrisk.grid.jobs import COST_BY, STAGES, UNIT_KEYS, GroupingError, group_keys
+from postrisk.grid.stages import COST_BY, STAGES, UNIT_KEYS, GroupingError, group_keys
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 
 

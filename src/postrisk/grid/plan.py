@@ -1,14 +1,13 @@
-"""The plan of a configuration (its jobs and what they request, per rule), the guard against
-running the full grid locally by accident, and the digest of the settings that determine a
-store's numbers."""
+"""The plan of a configuration as a person reads it (its jobs and what they request, per rule)
+and the guard against running the full grid locally by accident."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from postrisk.core.io import digest
 from postrisk.grid.conditions import conditions, implemented_methods, implemented_priors
+from postrisk.grid.planner import Planner
 
 
 @dataclass(frozen=True)
@@ -27,13 +26,12 @@ class RulePlan:
     requested_hours: float  # Σ runtime × threads over the jobs (core-hours asked for)
 
 
-def plan(cfg: Mapping) -> list[RulePlan]:
+def plan(cfg: Mapping, planner: Planner | None = None) -> list[RulePlan]:
     """Per rule of the workflow for ``cfg``: its jobs and what they request (threads, runtime
-    and memory from ``cost_model``; a GPU where the family or method declares one)."""
-    from postrisk.grid.jobs import workflow_rules
-
+    and memory from ``cost_model``; a GPU where the family or method declares one);
+    ``planner``: the config's planner, when the caller has built it already."""
     rows = []
-    for stage, rules in workflow_rules(cfg).items():
+    for stage, rules in (planner or Planner(cfg)).rules.items():
         for rule in rules:
             res = [job.resources for job in rule.jobs.values()]
             if not res:
@@ -65,9 +63,9 @@ def plan_table(rows: list[RulePlan]) -> str:
     return "\n".join(lines)
 
 
-def plan_report(cfg: Mapping) -> str:
+def plan_report(cfg: Mapping, planner: Planner | None = None) -> str:
     """The grid's size and, per rule, its jobs and what they request."""
-    rows = plan(cfg)
+    rows = plan(cfg, planner)
     lines = [
         f"grid: {len(cfg['datasets'])} datasets × {len(cfg['priors'])} priors × "
         f"{len(cfg['noise_modes'])} noise modes × {len(cfg['coverages'])} coverages × "
@@ -87,14 +85,7 @@ def plan_report(cfg: Mapping) -> str:
     return "\n".join(lines)
 
 
-def config_digest(cfg: Mapping, prior: str) -> str:
-    """A short digest of the config sections that determine a sample store's numbers: the sizes
-    and the family's prior settings (``<prior>_prior``). A task store's own digest adds its
-    posterior settings (``postrisk.tasks.generate.build_task``)."""
-    return digest({key: cfg.get(key) for key in ("sizes", f"{prior}_prior")})
-
-
-def guard_message(cfg: Mapping) -> str | None:
+def guard_message(cfg: Mapping, planner: Planner | None = None) -> str | None:
     """Why a plain local run of ``cfg`` must stop for confirmation, or None if it may go on."""
     guard = cfg["local_guard"]
     if cfg.get("confirm_full_run", False) or n_instances(cfg) <= guard["max_instances"]:

@@ -315,7 +315,7 @@ def release_instances(table, task_store) -> list[ReleaseInstance]:
     """The instances offered for release from the checks' instance table (``checks/
     instances.csv``: one row per built instance with its ``valid`` flag); ``task_store`` maps a
     :class:`TaskKey` to its store. A dropped instance's reason names its cell's BNN R̂."""
-    from postrisk.grid.seeds import RHAT_THRESHOLD
+    from postrisk.tasks.validity import RHAT_THRESHOLD
 
     bnn = table[table["prior"] == "bnn"]
     bnn_rhat = {(r.dataset, r.noise, r.coverage, int(r.seed)): float(r.max_rhat)

@@ -12,9 +12,9 @@ import pandas as pd
 
 from postrisk.core.io import open_zarr
 from postrisk.evaluation.posterior_checks import rank_uniformity_pvalue, table3
-from postrisk.grid.seeds import RHAT_STRICT, mark_valid
 from postrisk.report.style import save_figure
 from postrisk.tasks.diagnostics import rank_bin_probabilities, rank_histogram
+from postrisk.tasks.validity import RHAT_STRICT, mark_valid
 
 
 def collect_checks(task_paths: Sequence[str | Path]):

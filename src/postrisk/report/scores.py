@@ -13,7 +13,6 @@ import pandas as pd
 from postrisk.core.io import write_text_atomic
 from postrisk.evaluation.scoring import SCORE_COLUMNS, aggregate_scores
 from postrisk.evaluation.tables import long_table
-from postrisk.grid.seeds import RHAT_STRICT
 from postrisk.report.figures import (
     FIGURE_TITLES,
     FIGURES,
@@ -25,6 +24,7 @@ from postrisk.report.figures import (
 )
 from postrisk.report.html import ReportFigure, ReportTable, write_report
 from postrisk.report.tables import Table, build_tables, with_scale, write_tables
+from postrisk.tasks.validity import RHAT_STRICT
 
 
 def _read_scores(path) -> pd.DataFrame:

@@ -36,7 +36,7 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     """Training inputs by scenario, f* jointly at the evaluation and training rows, noisy y.
 
     ``config_digest``: digest of the config sections that determine the sample (the sizes and
-    the family's prior settings, :func:`postrisk.grid.config_digest`).
+    the family's prior settings, :func:`postrisk.tasks.key.config_digest`).
     """
     start = time.perf_counter()
     spec = get_dataset(key.dataset)

@@ -1,13 +1,15 @@
-"""The instance key and its random-number streams (docs/design.md, "Task instances"). Light:
-numpy only."""
+"""The instance key, its random-number streams (docs/design.md, "Task instances") and the digest
+of the settings that determine a sample store's numbers. Light: numpy only."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import astuple, dataclass
 
 import numpy as np
 
 from postrisk.core import seeding
+from postrisk.core.io import digest
 
 STREAMS = ("training", "truth", "noise", "posterior")
 
@@ -49,3 +51,10 @@ class TaskKey:
     def from_attrs(cls, attrs: dict) -> TaskKey:
         return cls(attrs["dataset"], attrs["prior"], attrs["noise"], attrs["coverage"],
                    int(attrs["seed"]))
+
+
+def config_digest(cfg: Mapping, prior: str) -> str:
+    """A short digest of the config sections that determine a sample store's numbers: the sizes
+    and the family's prior settings (``<prior>_prior``), recorded in the store. A task store's
+    own digest adds its posterior settings (:func:`postrisk.tasks.generate.build_task`)."""
+    return digest({key: cfg.get(key) for key in ("sizes", f"{prior}_prior")})

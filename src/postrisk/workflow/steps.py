@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -14,9 +15,19 @@ from postrisk.core import seeding
 from postrisk.core.io import json_attr, open_zarr, write_text_atomic, write_zarr_atomic
 from postrisk.core.progress import progress_steps
 from postrisk.covariates.build import load_covariates, write_covariates
-from postrisk.grid.seeds import select_valid_seeds, usable_seeds
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
 from postrisk.tasks.store import validate_store
+from postrisk.tasks.validity import read_usable_seeds, select_valid_seeds
+
+if TYPE_CHECKING:
+    from postrisk.grid.units import (
+        DisentanglementUnit,
+        FitUnit,
+        PosteriorUnit,
+        SampleUnit,
+        ScoreUnit,
+        ValidSeedsUnit,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -64,15 +75,13 @@ def make_sample(key: TaskKey, covariates: str | Path, prior: str | Path, n: int,
     write_zarr_atomic(validate_store(ds, kind="sample"), out)
 
 
-def make_samples(units: Sequence[Mapping]) -> None:
+def make_samples(units: Sequence[SampleUnit]) -> None:
     """The sample stores of one job's instances (a sample rule's ``params.jobs``:
-    :mod:`postrisk.grid.jobs`), in order, each written as soon as it is done."""
+    :mod:`postrisk.grid.units`), in order, each written as soon as it is done."""
     with progress_steps(len(units), "sample stores", logger) as progress:
         for unit in units:
-            key = TaskKey(**{**unit["key"], "seed": int(unit["key"]["seed"])})
-            make_sample(key, unit["covariates"], unit["prior"], unit["n"], unit["digest"],
-                        unit["out"])
-            progress.advance(message=key.label)
+            make_sample(unit.key, unit.covariates, unit.prior, unit.n, unit.digest, unit.out)
+            progress.advance(message=unit.key.label)
 
 
 def make_task(sample: str | Path, settings: dict, out: str | Path,
@@ -86,7 +95,7 @@ def make_task(sample: str | Path, settings: dict, out: str | Path,
     write_zarr_atomic(validate_store(task, kind="task"), out)
 
 
-def make_tasks(units: Sequence[Mapping], accelerator: Mapping | None = None) -> None:
+def make_tasks(units: Sequence[PosteriorUnit], accelerator: Mapping | None = None) -> None:
     """Reference posteriors of one job's instances (a posterior rule's ``params.jobs``) in one
     process, so the sampler is compiled once; each store is written as soon as it is done.
 
@@ -99,31 +108,23 @@ def make_tasks(units: Sequence[Mapping], accelerator: Mapping | None = None) -> 
     record = check_accelerator(**accelerator) if accelerator else None
     with progress_steps(len(units), "reference posteriors", logger) as progress:
         for unit in units:
-            make_task(unit["sample"], unit["settings"], unit["out"], record)
-            progress.advance(message="/".join(unit["key"].values()))
+            make_task(unit.sample, unit.settings, unit.out, record)
+            progress.advance(message=unit.key.label)
 
 
-def select_seeds(bnn_tasks: Sequence[str | Path], n_valid: int, out: str | Path) -> dict:
-    """A cell's seed selection (:func:`postrisk.grid.seeds.select_valid_seeds`) from its BNN
-    task stores, one per candidate seed; too few valid seeds is an error naming the cell."""
+def select_seeds(unit: ValidSeedsUnit) -> dict:
+    """A cell's seed selection (:func:`postrisk.tasks.validity.select_valid_seeds`) from its
+    BNN task stores, one per candidate seed; too few valid seeds is an error naming the cell."""
     max_rhat, cell = {}, ""
-    for path in bnn_tasks:
+    for path in unit.bnn_tasks:
         ds = validate_store(path, kind="task")
         max_rhat[int(ds.attrs["seed"])] = float(ds["rhat"].max())
         cell = "/".join(str(ds.attrs[k]) for k in ("dataset", "noise", "coverage"))
-    selection = select_valid_seeds(max_rhat, n_valid, cell=cell)
+    selection = select_valid_seeds(max_rhat, unit.n_valid, cell=cell)
     logger.info(f"valid seeds {selection['valid']}; dropped {selection['dropped']} (max R̂ " +
                 ", ".join(f"{s}: {r:.3f}" for s, r in max_rhat.items()) + ")")
-    write_text_atomic(out, json.dumps(selection, indent=2) + "\n")
+    write_text_atomic(unit.out, json.dumps(selection, indent=2) + "\n")
     return selection
-
-
-def read_usable_seeds(seeds: Sequence[int], n_valid: int,
-                      selection: Sequence[str | Path] = ()) -> list[int]:
-    """:func:`postrisk.grid.seeds.usable_seeds`, with the cell's seed-selection file (if the
-    BNN R̂ decides) read from ``selection``."""
-    chosen = json.loads(Path(selection[0]).read_text()) if selection else None
-    return usable_seeds(seeds, n_valid, chosen)
 
 
 def condition_config(method: str, settings: dict, sample: str | Path, tuning: dict | None,
@@ -154,17 +155,16 @@ def condition_config(method: str, settings: dict, sample: str | Path, tuning: di
                 split_key=tuple(condition), sampler_seed=0, random_state=0, n_threads=n_threads)
 
 
-def fit_conditions(units: Sequence[Mapping], n_threads: int = 1) -> None:
+def fit_conditions(units: Sequence[FitUnit], n_threads: int = 1) -> None:
     """One fit job (a fit rule's ``params.jobs``): :func:`fit_condition` for each of its
     (method, condition) units, in order."""
     with progress_steps(len(units), "conditions", logger) as progress:
         for unit in units:
-            fit_condition(unit["method"], unit["settings"], unit["samples"], unit["seeds"],
-                          unit["fits"], n_threads=n_threads, n_valid=unit["n_valid"],
-                          selection=unit["selection"], tuning=unit["tuning"],
-                          journal=unit["journal"], condition=unit["condition"],
-                          config_out=unit["config"])
-            progress.advance(message=f"{unit['method']} on {'/'.join(unit['condition'])}")
+            fit_condition(unit.method, unit.settings, unit.samples, unit.seeds, unit.fits,
+                          n_threads=n_threads, n_valid=unit.n_valid, selection=unit.selection,
+                          tuning=unit.tuning, journal=unit.journal, condition=unit.condition,
+                          config_out=unit.config)
+            progress.advance(message=unit.label)
 
 
 def fit_condition(method: str, settings: dict, samples: Sequence[str | Path],
@@ -174,7 +174,8 @@ def fit_condition(method: str, settings: dict, samples: Sequence[str | Path],
                   condition: Sequence[str] = (), config_out: str | Path | None = None) -> None:
     """Tune (when ``tuning`` is given; on the seed-0 sample, ``samples[0]``) or take the fixed
     ``settings``, record that configuration in ``config_out``, then fit ``method`` on each usable
-    seed's training sample (see :func:`usable_seeds`); a failed fit never raises."""
+    seed's training sample (:func:`postrisk.tasks.validity.usable_seeds`); a failed fit never
+    raises."""
     from postrisk.methods.records import fit_records_to_dataset
     from postrisk.methods.runner import run_fit
 
@@ -201,43 +202,41 @@ def fit_condition(method: str, settings: dict, samples: Sequence[str | Path],
     write_zarr_atomic(fit_records_to_dataset(records, list(seeds)), out)
 
 
-def score_condition_files(tasks: Sequence[str | Path], seeds: Sequence[int],
-                          fits: Sequence[str | Path], methods: Sequence[str],
-                          out: str | Path, n_valid: int | None = None,
-                          selection: Sequence[str | Path] = ()) -> pd.DataFrame:
+def score_condition_files(unit: ScoreUnit) -> pd.DataFrame:
     """Score every method and reference row on the condition's usable seeds."""
     from postrisk.evaluation.scoring import score_condition
     from postrisk.methods.records import fit_records_from_dataset
     from postrisk.tasks.task import Task
 
-    use = read_usable_seeds(seeds, n_valid or len(seeds), selection)
-    loaded = {int(s): Task.load(p) for s, p in zip(seeds, tasks, strict=True) if int(s) in use}
+    use = read_usable_seeds(unit.seeds, unit.n_valid, unit.selection)
+    loaded = {int(s): Task.load(p) for s, p in zip(unit.seeds, unit.tasks, strict=True)
+              if int(s) in use}
     fit_records, fit_seeds = {}, {}
-    for method, path in zip(methods, fits, strict=True):
+    for method, path in zip(unit.methods, unit.fits, strict=True):
         ds = open_zarr(path)
         fit_records[method] = fit_records_from_dataset(ds)
         fit_seeds[method] = [int(s) for s in ds["seed"].values]
     frame = score_condition(loaded, fit_records, fit_seeds)
-    write_text_atomic(out, frame.to_csv(index=False))
+    write_text_atomic(unit.out, frame.to_csv(index=False))
     return frame
 
 
-def disentanglement_experiment(method: str, task: str | Path, fit: str | Path, settings: Mapping,
-                               out: str | Path, n_threads: int = 1) -> pd.DataFrame:
-    """Refit ``method`` at the configuration of its fit store (``fit``) on the manipulated
-    training sets of the Disentanglement Error experiment on one instance; one row per
-    (experiment, level, run) in ``out``."""
+def disentanglement_experiment(unit: DisentanglementUnit, settings: Mapping,
+                               n_threads: int = 1) -> pd.DataFrame:
+    """Refit the unit's method at the configuration of its fit store on the manipulated
+    training sets of the Disentanglement Error experiment on one instance (``settings``: config
+    ``disentanglement``); one row per (experiment, level, run) in the unit's ``out``."""
     from postrisk.evaluation.disentanglement_experiment import run_experiment
     from postrisk.tasks.task import Task
 
-    instance = Task.load(task)
-    config = json.loads(open_zarr(fit, load=False).attrs["config"])
-    frame = run_experiment(method, config, instance,
+    instance = Task.load(unit.task)
+    config = json.loads(open_zarr(unit.fit, load=False).attrs["config"])
+    frame = run_experiment(unit.method, config, instance,
                            data_fractions=tuple(settings["data_fractions"]),
                            label_noise_fractions=tuple(settings["label_noise_fractions"]),
                            runs=int(settings["runs"]), seed=int(instance.key["seed"]),
                            n_threads=n_threads)
-    write_text_atomic(out, frame.to_csv(index=False))
+    write_text_atomic(unit.out, frame.to_csv(index=False))
     return frame
 
 

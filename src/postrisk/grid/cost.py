@@ -1,0 +1,117 @@
+"""What a job asks of a cluster: threads, minutes and memory from the config's ``cost_model``,
+and a GPU where a prior family or a method declares one.
+
+Threads per stage and family or method; minutes and memory per unit, scaled with the rows the
+unit handles (:func:`unit_cost`); a job's request sums its units' minutes and takes the largest
+unit's memory (:func:`job_resources`). Accelerators come from declarations: a family's or a
+method's registry entry says whether its heavy job wants one; with ``accelerator.use`` such jobs
+ask for ``gpu: 1`` and run in the ``jax-gpu`` environment.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from postrisk.covariates.pools import eval_pool_size
+from postrisk.covariates.registry import registry
+from postrisk.grid.conditions import training_size
+
+#: Rows at which a cost entry's per-size terms are given (``cost_model.rows`` overrides it).
+_ROWS_DEFAULT = 1000
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one job asks of the scheduler: threads, wall-clock minutes, memory, GPUs."""
+
+    threads: int
+    runtime: int  # minutes
+    mem_mb: int
+    gpu: int = 0
+
+
+def cost_entry(cfg: Mapping, stage: str, name: str | None = None) -> dict:
+    """The cost-model entry of ``stage`` (for a family or method ``name`` where the stage's
+    entry is per family/method: its own entry, else ``default``)."""
+    model = cfg["cost_model"]
+    if stage not in model:
+        raise KeyError(f"cost_model has no entry for stage {stage!r}")
+    entry = model[stage]
+    if "threads" not in entry:  # per family / per method
+        entry = entry.get(name) or entry.get("default")
+        if entry is None:
+            raise KeyError(f"cost_model.{stage} has no entry for {name!r} and no default")
+    return entry
+
+
+def unit_rows(cfg: Mapping, dataset: str) -> int:
+    """Rows one unit on ``dataset`` handles: training rows plus evaluation rows."""
+    spec = registry()[dataset]
+    n_eval = eval_pool_size(spec.N, cfg["sizes"]["n_eval_cap"])
+    n = training_size(dataset, cfg["sizes"].get("n_cap")) if spec.n is not None else 0
+    return n + n_eval
+
+
+def unit_cost(cfg: Mapping, stage: str, name: str | None = None,
+              dataset: str | None = None) -> tuple[float, float]:
+    """(minutes, MB) of one unit: ``minutes + minutes_per_size · s`` and
+    ``mem_mb + mem_mb_per_size · s`` with ``s = (rows / cost_model.rows) ** power``; ``rows`` of
+    the unit's dataset (:func:`unit_rows`), none (s = 0) for stages not tied to one."""
+    entry = cost_entry(cfg, stage, name)
+    scale = 0.0
+    if dataset is not None:
+        rows = unit_rows(cfg, dataset) / float(cfg["cost_model"].get("rows", _ROWS_DEFAULT))
+        scale = rows ** float(entry.get("power", 1.0))
+    minutes = float(entry["minutes"]) + float(entry.get("minutes_per_size", 0.0)) * scale
+    mem = float(entry["mem_mb"]) + float(entry.get("mem_mb_per_size", 0.0)) * scale
+    return minutes, mem
+
+
+def job_resources(cfg: Mapping, stage: str, costs: Sequence[tuple[float, float]],
+                  name: str | None = None, gpu: bool = False) -> Resources:
+    """A job's request from its units' costs: runtime = margin × the sum of the units' minutes
+    (whole minutes, at least ``min_runtime``); memory = the largest unit's (units run one after
+    the other), in whole hundreds of MB."""
+    model = cfg["cost_model"]
+    minutes = float(model.get("margin", 1.0)) * sum(m for m, _ in costs)
+    runtime = max(int(model.get("min_runtime", 1)), math.ceil(minutes))
+    mem = max((mb for _, mb in costs), default=0.0)
+    return Resources(threads=int(cost_entry(cfg, stage, name)["threads"]), runtime=runtime,
+                     mem_mb=int(math.ceil(mem / 100.0) * 100), gpu=int(bool(gpu)))
+
+
+def stage_resources(cfg: Mapping, stage: str, name: str | None = None,
+                    datasets: Sequence[str | None] = (None,)) -> Resources:
+    """Resources of a job of a stage that is not grouped (covariates, prior, score, …): one unit
+    per entry of ``datasets`` (None: a unit not tied to a dataset)."""
+    return job_resources(cfg, stage, [unit_cost(cfg, stage, name, d) for d in datasets], name)
+
+
+def verify_resources(cfg: Mapping, dataset: str) -> Resources:
+    """Resources of a ``verify_covariates`` job (run on request, not part of the grid)."""
+    return stage_resources(cfg, "covariates", None, [dataset])
+
+
+def wants_accelerator(cfg: Mapping, stage: str, name: str) -> bool:
+    """Whether a job of ``stage`` for the family or method ``name`` asks for a GPU: its
+    registry entry declares one (posterior: the family; fit: the method; an outside method has
+    no entry and runs on CPUs) and the config's ``accelerator.use`` is on."""
+    if not cfg.get("accelerator", {}).get("use", False):
+        return False
+    if stage == "posterior":
+        from postrisk.priors.base import FAMILY_ENTRIES
+
+        return FAMILY_ENTRIES[name].accelerator
+    if stage == "fit":
+        from postrisk.methods.registry import METHOD_ENTRIES
+
+        entry = METHOD_ENTRIES.get(name)  # an outside method declares none: it runs on CPUs
+        return bool(entry is not None and entry.accelerator)
+    return False
+
+
+def env_family(accelerator: bool) -> str:
+    """The job environment (``workflow/envs/<family>.yaml``) of a JAX job."""
+    return "jax-gpu" if accelerator else "jax"

@@ -1,0 +1,98 @@
+"""The planner: everything the workflow runs for one configuration, computed once.
+
+``Planner(cfg)`` takes a validated configuration (:func:`postrisk.grid.config.validate_config`)
+and holds its implemented conditions, its seed policy, the units of work of every stage
+(:mod:`postrisk.grid.units`, frozen dataclasses that the step functions take as they are) and
+the rules and jobs that run them (:mod:`postrisk.grid.jobs`). The Snakemake rules, ``postrisk
+plan`` and the tests read the same object, so what a rule declares and what a test expects
+come from one computation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from postrisk.grid.conditions import (
+    Condition,
+    condition_methods,
+    covariate_datasets,
+    implemented_conditions,
+    implemented_methods,
+    implemented_priors,
+)
+from postrisk.grid.config import load_config
+from postrisk.grid.jobs import StageRule, workflow_rules
+from postrisk.grid.seeds import SeedPolicy
+from postrisk.grid.stages import UNIT_KEYS
+from postrisk.grid.units import stage_units
+
+
+class Planner:
+    """The plan of one validated configuration (see the module docstring)."""
+
+    def __init__(self, cfg: Mapping) -> None:
+        self.config = cfg
+        self.priors: list[str] = implemented_priors(cfg)
+        self.methods: list[str] = implemented_methods(cfg)
+        self.conditions: list[Condition] = implemented_conditions(cfg)
+        self.seeds = SeedPolicy(cfg)
+        self.covariate_datasets: list[str] = covariate_datasets(cfg)
+        self.units: dict[str, list[Any]] = stage_units(cfg, self.seeds)
+        self.rules: dict[str, list[StageRule]] = workflow_rules(cfg, self.units)
+
+    @classmethod
+    def from_files(cls, *paths: str | Path) -> Planner:
+        """The planner of YAML files merged in order (config.yaml, then presets)."""
+        return cls(load_config(*paths))
+
+    # ---------------------------------------------------------------------------- rules
+
+    def stage_rules(self, stage: str) -> list[StageRule]:
+        """The rules of ``stage``: one per output shape for a batchable stage, else one."""
+        return self.rules[stage]
+
+    def rule(self, stage: str) -> StageRule:
+        """The one rule of a stage that is not batched."""
+        if stage in UNIT_KEYS:
+            raise KeyError(f"stage {stage!r} is batched: it has one rule per output shape "
+                           "(stage_rules)")
+        return self.rules[stage][0]
+
+    def rule_names(self) -> dict[str, list[str]]:
+        """Each stage's rule names, for the rules that have jobs."""
+        return {stage: [r.name for r in rules if r.jobs] for stage, rules in self.rules.items()}
+
+    def job_counts(self) -> dict[str, int]:
+        """Jobs per rule name (what a dry run's job stats list, without ``all``)."""
+        return {r.name: len(r.jobs) for rules in self.rules.values() for r in rules if r.jobs}
+
+    def unit(self, stage: str, wildcards: Mapping[str, str]) -> Any:
+        """The unit of a stage that is not batched, for one job's wildcards."""
+        return self.rule(stage).unit(wildcards)
+
+    # ---------------------------------------------------------------------------- outputs
+
+    def task_stores(self) -> list[str]:
+        """Every task store, in instance order."""
+        return [u.out for u in self.units["posterior"]]
+
+    def score_tables(self) -> list[str]:
+        return [u.out for u in self.units["score"]]
+
+    def disentanglement_runs(self) -> list[str]:
+        return [u.out for u in self.units["disentanglement"]]
+
+    def condition_methods(self, condition: tuple[str, str, str, str]) -> list[str]:
+        """The methods fitted on ``condition``, in the configured order."""
+        return condition_methods(self.config, condition)
+
+    def instances_per_method(self) -> dict[str, int]:
+        """Per implemented method, the instances it is scored on: its conditions' usable
+        seeds (``seeds.valid_per_cell`` each)."""
+        n_valid = int(self.config["seeds"]["valid_per_cell"])
+        counts = dict.fromkeys(self.methods, 0)
+        for unit in self.units["fit"]:
+            counts[unit.method] += n_valid
+        return counts

@@ -1,0 +1,398 @@
+"""The units of work of every stage, as small frozen dataclasses, and their enumeration.
+
+A unit is the smallest piece of work of a stage (:mod:`postrisk.grid.stages`); it carries what
+its step function (:mod:`postrisk.workflow.steps`) needs, paths included, and the step takes it
+as it is. Every unit says the values of its stage's keys (:attr:`wildcards`), the family or
+method its cost entry is looked up by (:attr:`cost_name`) and the dataset whose rows scale its
+cost (:attr:`dataset`). The enumerations return units in a fixed order; which seeds a unit uses
+comes from the one :class:`~postrisk.grid.seeds.SeedPolicy` of the configuration, and the
+run-time rule that picks the valid ones among them from ``postrisk.tasks.validity``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from postrisk.grid.conditions import (
+    Condition,
+    condition_methods,
+    covariate_datasets,
+    fits_method,
+    implemented_conditions,
+    implemented_methods,
+    is_tuned,
+    training_size,
+    within,
+)
+from postrisk.grid.paths import path
+from postrisk.grid.seeds import SeedPolicy, task_seeds
+from postrisk.tasks.key import TaskKey, config_digest
+
+
+def _key_wildcards(key: TaskKey) -> dict[str, str]:
+    return {"dataset": key.dataset, "prior": key.prior, "noise": key.noise,
+            "coverage": key.coverage, "seed": str(key.seed)}
+
+
+@dataclass(frozen=True)
+class CovariatesUnit:
+    """One dataset's covariate store (``reference``: the store whose scaling it uses)."""
+
+    stage: ClassVar[str] = "covariates"
+    dataset: str
+    reference: str | None
+    out: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {"dataset": self.dataset}
+
+    @property
+    def cost_name(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class PriorUnit:
+    """One (dataset, family)'s fitted prior parameters."""
+
+    stage: ClassVar[str] = "prior"
+    dataset: str
+    prior: str
+    covariates: str
+    out: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {"dataset": self.dataset, "prior": self.prior}
+
+    @property
+    def cost_name(self) -> str:
+        return self.prior
+
+
+@dataclass(frozen=True)
+class SampleUnit:
+    """One instance's sample store: training inputs, f* and noisy targets (``n`` training rows;
+    ``digest``: its family's sample settings, :func:`postrisk.tasks.key.config_digest`)."""
+
+    stage: ClassVar[str] = "sample"
+    key: TaskKey
+    covariates: str
+    prior: str
+    n: int
+    digest: str
+    out: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return _key_wildcards(self.key)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.covariates, self.prior)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return (self.out,)
+
+    @property
+    def dataset(self) -> str:
+        return self.key.dataset
+
+    @property
+    def cost_name(self) -> str:
+        return self.key.prior
+
+
+@dataclass(frozen=True)
+class PosteriorUnit:
+    """One instance's reference posterior (``settings``: config ``posterior.<prior>``)."""
+
+    stage: ClassVar[str] = "posterior"
+    key: TaskKey
+    sample: str
+    settings: Mapping[str, Any]
+    out: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return _key_wildcards(self.key)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.sample,)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return (self.out,)
+
+    @property
+    def dataset(self) -> str:
+        return self.key.dataset
+
+    @property
+    def cost_name(self) -> str:
+        return self.key.prior
+
+
+@dataclass(frozen=True)
+class ValidSeedsUnit:
+    """One cell's seed selection from its BNN instances, one per candidate seed."""
+
+    stage: ClassVar[str] = "valid_seeds"
+    cell: tuple[str, str, str]  # (dataset, noise, coverage)
+    bnn_tasks: tuple[str, ...]
+    n_valid: int
+    out: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return dict(zip(("dataset", "noise", "coverage"), self.cell, strict=True))
+
+    @property
+    def dataset(self) -> str:
+        return self.cell[0]
+
+    @property
+    def cost_name(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class FitUnit:
+    """One (method, condition): its tuning sweep when tuned (on the seed-0 sample,
+    ``samples[0]``; ``tuning``: config ``tuning``, None when not tuned), the configuration it
+    used (``config``), then a fit on every usable seed (``fits``).
+
+    ``seeds`` are the condition's candidate seeds and ``samples`` their sample stores;
+    ``selection`` is the cell's seed-selection file where the BNN R̂ decides which of them are
+    valid (else empty: the first ``n_valid`` are used).
+    """
+
+    stage: ClassVar[str] = "fit"
+    method: str
+    condition: Condition
+    seeds: tuple[int, ...]
+    samples: tuple[str, ...]
+    selection: tuple[str, ...]
+    n_valid: int
+    settings: Mapping[str, Any]
+    tuning: Mapping[str, Any] | None
+    journal: str
+    fits: str
+    config: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {**self.condition._asdict(), "method": self.method}
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.samples + self.selection
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return (self.fits, self.config)
+
+    @property
+    def dataset(self) -> str:
+        return self.condition.dataset
+
+    @property
+    def cost_name(self) -> str:
+        return self.method
+
+    @property
+    def label(self) -> str:
+        return f"{self.method} on {'/'.join(self.condition)}"
+
+
+@dataclass(frozen=True)
+class ScoreUnit:
+    """One condition's scores: every method fitted there and the reference rows, on the usable
+    seeds among ``seeds`` (the cell's ``selection`` file, or the first ``n_valid``)."""
+
+    stage: ClassVar[str] = "score"
+    condition: Condition
+    seeds: tuple[int, ...]
+    tasks: tuple[str, ...]
+    methods: tuple[str, ...]
+    fits: tuple[str, ...]
+    selection: tuple[str, ...]
+    n_valid: int
+    out: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return dict(self.condition._asdict())
+
+    @property
+    def dataset(self) -> str:
+        return self.condition.dataset
+
+    @property
+    def cost_name(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class DisentanglementUnit:
+    """One method's Disentanglement Error experiment on one instance, at the configuration of
+    its condition's fit store (``fit``)."""
+
+    stage: ClassVar[str] = "disentanglement"
+    condition: Condition
+    seed: int
+    method: str
+    task: str
+    fit: str
+    out: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {**self.condition._asdict(), "seed": str(self.seed), "method": self.method}
+
+    @property
+    def dataset(self) -> str:
+        return self.condition.dataset
+
+    @property
+    def cost_name(self) -> str:
+        return self.method
+
+
+# ------------------------------------------------------------------------------ enumerations
+
+def covariates_units(cfg: Mapping) -> list[CovariatesUnit]:
+    """Every covariate store the workflow builds (tasks first, then OOD-only, then scaling
+    references)."""
+    from postrisk.covariates.registry import registry
+
+    units = []
+    for dataset in covariate_datasets(cfg):
+        ref = registry()[dataset].scaling_reference
+        units.append(CovariatesUnit(dataset, path("covariates", dataset=ref) if ref else None,
+                                    path("covariates", dataset=dataset)))
+    return units
+
+
+def prior_units(cfg: Mapping) -> list[PriorUnit]:
+    """One per (dataset, family) of the implemented conditions, in condition order."""
+    pairs = dict.fromkeys((c.dataset, c.prior) for c in implemented_conditions(cfg))
+    return [PriorUnit(d, p, path("covariates", dataset=d), path("prior", dataset=d, prior=p))
+            for d, p in pairs]
+
+
+def _instance_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
+    """Every instance, family by family; within a family dataset by dataset, its cells in
+    sorted order, every built seed."""
+    by_prior: dict[str, list[Condition]] = {}
+    for c in implemented_conditions(cfg):
+        by_prior.setdefault(c.prior, []).append(c)
+    keys = []
+    for prior, cs in by_prior.items():
+        cells = sorted({(c.noise, c.coverage) for c in cs})
+        present = {c.cell for c in cs}
+        for dataset in dict.fromkeys(c.dataset for c in cs):
+            keys += [TaskKey(dataset, prior, noise, coverage, seed)
+                     for noise, coverage in cells if (dataset, noise, coverage) in present
+                     for seed in policy.task_seeds]
+    return keys
+
+
+def sample_units(cfg: Mapping, policy: SeedPolicy) -> list[SampleUnit]:
+    digests = {p: config_digest(cfg, p) for p in cfg["priors"]}
+    return [SampleUnit(k, path("covariates", dataset=k.dataset),
+                       path("prior", dataset=k.dataset, prior=k.prior),
+                       training_size(k.dataset, cfg["sizes"].get("n_cap")), digests[k.prior],
+                       path("sample", **_key_wildcards(k)))
+            for k in _instance_keys(cfg, policy)]
+
+
+def posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[PosteriorUnit]:
+    return [PosteriorUnit(k, path("sample", **_key_wildcards(k)), cfg["posterior"][k.prior],
+                          path("task", **_key_wildcards(k)))
+            for k in _instance_keys(cfg, policy)]
+
+
+def valid_seeds_units(cfg: Mapping, policy: SeedPolicy) -> list[ValidSeedsUnit]:
+    """One per cell with BNN instances (their R̂ decides the cell's valid seeds)."""
+    n_valid = int(cfg["seeds"]["valid_per_cell"])
+    return [ValidSeedsUnit(c.cell, tuple(c.path("task", seed=s) for s in policy.task_seeds),
+                           n_valid, c.path("seed_selection"))
+            for c in implemented_conditions(cfg) if c.prior == "bnn"]
+
+
+def _selection(policy: SeedPolicy, c: Condition) -> tuple[str, ...]:
+    return (c.path("seed_selection"),) if policy.bnn_decides(c) else ()
+
+
+def fit_unit(cfg: Mapping, policy: SeedPolicy, c: Condition, method: str) -> FitUnit:
+    seeds = tuple(policy.condition_seeds(c))
+    return FitUnit(method=method, condition=c, seeds=seeds,
+                   samples=tuple(c.path("sample", seed=s) for s in seeds),
+                   selection=_selection(policy, c), n_valid=int(cfg["seeds"]["valid_per_cell"]),
+                   settings=cfg.get("method_settings", {}).get(method, {}),
+                   tuning=cfg["tuning"] if is_tuned(cfg, method, c) else None,
+                   journal=c.path("tuning_journal", method=method),
+                   fits=c.path("fit", method=method), config=c.path("tuning_result",
+                                                                    method=method))
+
+
+def fit_units(cfg: Mapping, policy: SeedPolicy) -> list[FitUnit]:
+    """Method by method, every condition it is fitted on."""
+    conds = implemented_conditions(cfg)
+    return [fit_unit(cfg, policy, c, m) for m in implemented_methods(cfg) for c in conds
+            if fits_method(cfg, m, c)]
+
+
+def score_units(cfg: Mapping, policy: SeedPolicy) -> list[ScoreUnit]:
+    units = []
+    for c in implemented_conditions(cfg):
+        seeds = tuple(policy.condition_seeds(c))
+        methods = tuple(condition_methods(cfg, c))
+        units.append(ScoreUnit(c, seeds, tuple(c.path("task", seed=s) for s in seeds), methods,
+                               tuple(c.path("fit", method=m) for m in methods),
+                               _selection(policy, c), int(cfg["seeds"]["valid_per_cell"]),
+                               c.path("scores")))
+    return units
+
+
+def disentanglement_units(cfg: Mapping) -> list[DisentanglementUnit]:
+    """The Disentanglement Error experiment's jobs: every implemented condition within
+    ``disentanglement.grid``, every seed of ``disentanglement.seeds`` that the condition builds,
+    and every method of ``disentanglement.methods`` fitted there (the experiment reuses that
+    fit's configuration; a method that ``methods`` or ``method_grid`` leaves out there is
+    skipped)."""
+    de = cfg.get("disentanglement") or {}
+    methods = [m for m in de.get("methods", []) if m in implemented_methods(cfg)]
+    built = set(task_seeds(cfg))
+    units = []
+    for c in implemented_conditions(cfg):
+        if not within(de.get("grid", {}), c):
+            continue
+        for method in (m for m in methods if fits_method(cfg, m, c)):
+            units += [DisentanglementUnit(c, int(s), method, c.path("task", seed=s),
+                                          c.path("fit", method=method),
+                                          c.path("disentanglement", seed=s, method=method))
+                      for s in de.get("seeds", []) if s in built]
+    return units
+
+
+def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, list[Any]]:
+    """Every stage's units (the stages that have them; ``checks`` and ``aggregate_scores`` are
+    one job over everything), computed once from one seed policy."""
+    policy = policy or SeedPolicy(cfg)
+    return {"covariates": covariates_units(cfg), "prior": prior_units(cfg),
+            "sample": sample_units(cfg, policy), "posterior": posterior_units(cfg, policy),
+            "valid_seeds": valid_seeds_units(cfg, policy), "fit": fit_units(cfg, policy),
+            "score": score_units(cfg, policy), "disentanglement": disentanglement_units(cfg)}
+
+
+def unit_paths(unit: Any, field: str) -> str | list[str]:
+    """A unit's path field as a rule's input takes it: a path, or a list of paths."""
+    value = getattr(unit, field)
+    return value if isinstance(value, str) else list(value)
