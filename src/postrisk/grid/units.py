@@ -73,8 +73,31 @@ class PriorUnit:
         return self.prior
 
 
+class _InstanceUnit:
+    """What a unit of one instance (its ``key``, writing ``out``) says of itself."""
+
+    key: TaskKey
+    out: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return _key_wildcards(self.key)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return (self.out,)
+
+    @property
+    def dataset(self) -> str:
+        return self.key.dataset
+
+    @property
+    def cost_name(self) -> str:
+        return self.key.prior
+
+
 @dataclass(frozen=True)
-class SampleUnit:
+class SampleUnit(_InstanceUnit):
     """One instance's sample store: training inputs, f* and noisy targets (``n`` training rows;
     ``digest``: its family's sample settings, :func:`postrisk.tasks.key.config_digest`)."""
 
@@ -87,28 +110,12 @@ class SampleUnit:
     out: str
 
     @property
-    def wildcards(self) -> dict[str, str]:
-        return _key_wildcards(self.key)
-
-    @property
     def inputs(self) -> tuple[str, ...]:
         return (self.covariates, self.prior)
 
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        return (self.out,)
-
-    @property
-    def dataset(self) -> str:
-        return self.key.dataset
-
-    @property
-    def cost_name(self) -> str:
-        return self.key.prior
-
 
 @dataclass(frozen=True)
-class PosteriorUnit:
+class PosteriorUnit(_InstanceUnit):
     """One instance's reference posterior (``settings``: config ``posterior.<prior>``)."""
 
     stage: ClassVar[str] = "posterior"
@@ -118,24 +125,8 @@ class PosteriorUnit:
     out: str
 
     @property
-    def wildcards(self) -> dict[str, str]:
-        return _key_wildcards(self.key)
-
-    @property
     def inputs(self) -> tuple[str, ...]:
         return (self.sample,)
-
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        return (self.out,)
-
-    @property
-    def dataset(self) -> str:
-        return self.key.dataset
-
-    @property
-    def cost_name(self) -> str:
-        return self.key.prior
 
 
 @dataclass(frozen=True)
@@ -161,8 +152,23 @@ class ValidSeedsUnit:
         return None
 
 
+class _ConditionUnit:
+    """What a unit of one condition says of itself: the dataset whose rows scale its cost, and
+    (for a method's unit) the method its cost entry is looked up by."""
+
+    condition: Condition
+
+    @property
+    def dataset(self) -> str:
+        return self.condition.dataset
+
+    @property
+    def cost_name(self) -> str | None:
+        return getattr(self, "method", None)
+
+
 @dataclass(frozen=True)
-class FitUnit:
+class FitUnit(_ConditionUnit):
     """One (method, condition): its tuning sweep when tuned (on the seed-0 sample,
     ``samples[0]``; ``tuning``: config ``tuning``, None when not tuned), the configuration it
     used (``config``), then a fit on every usable seed (``fits``).
@@ -198,20 +204,12 @@ class FitUnit:
         return (self.fits, self.config)
 
     @property
-    def dataset(self) -> str:
-        return self.condition.dataset
-
-    @property
-    def cost_name(self) -> str:
-        return self.method
-
-    @property
     def label(self) -> str:
         return f"{self.method} on {'/'.join(self.condition)}"
 
 
 @dataclass(frozen=True)
-class ScoreUnit:
+class ScoreUnit(_ConditionUnit):
     """One condition's scores: every method fitted there and the reference rows, on the usable
     seeds among ``seeds`` (the cell's ``selection`` file, or the first ``n_valid``)."""
 
@@ -229,17 +227,9 @@ class ScoreUnit:
     def wildcards(self) -> dict[str, str]:
         return dict(self.condition._asdict())
 
-    @property
-    def dataset(self) -> str:
-        return self.condition.dataset
-
-    @property
-    def cost_name(self) -> None:
-        return None
-
 
 @dataclass(frozen=True)
-class DisentanglementUnit:
+class DisentanglementUnit(_ConditionUnit):
     """One method's Disentanglement Error experiment on one instance, at the configuration of
     its condition's fit store (``fit``)."""
 
@@ -254,14 +244,6 @@ class DisentanglementUnit:
     @property
     def wildcards(self) -> dict[str, str]:
         return {**self.condition._asdict(), "seed": str(self.seed), "method": self.method}
-
-    @property
-    def dataset(self) -> str:
-        return self.condition.dataset
-
-    @property
-    def cost_name(self) -> str:
-        return self.method
 
 
 # ------------------------------------------------------------------------------ enumerations
