@@ -75,8 +75,9 @@ class Planner:
     # ---------------------------------------------------------------------------- outputs
 
     def task_stores(self) -> list[str]:
-        """Every task store, in instance order."""
-        return [u.out for u in self.units["posterior"]]
+        """Every task store, condition by condition, seed by seed (the order in which the
+        checks read them: their tables' rows and bootstrap follow it)."""
+        return [c.path("task", seed=s) for c in self.conditions for s in self.seeds.task_seeds]
 
     def score_tables(self) -> list[str]:
         return [u.out for u in self.units["score"]]
