@@ -37,7 +37,7 @@ demo: env
 	@$(BIN)/postrisk outputs --configfile presets/demo.yaml
 
 test: env
-	$(BIN)/pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-slow: env
 	$(BIN)/pytest -m slow -q

@@ -24,3 +24,18 @@ def offline_covariates():
 
     settings = FetchSettings(prefer_offline_package=True)
     return {name: build_covariates(name, settings) for name in OFFLINE_DATASETS}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the files whose tests start Snakemake (marker ``workflow``: the longest) first, the
+    file with most of them first, so that the fast tier's two processes (whole files to each,
+    in this order: ``--no-loadscope-reorder``) finish together; within a file, the order
+    stays."""
+    def file_of(item):
+        return item.nodeid.split("::", 1)[0]
+
+    workflow = {}
+    for item in items:
+        if item.get_closest_marker("workflow"):
+            workflow[file_of(item)] = workflow.get(file_of(item), 0) + 1
+    items.sort(key=lambda item: -workflow.get(file_of(item), 0))  # stable: files keep order

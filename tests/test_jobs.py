@@ -15,9 +15,15 @@ from postrisk.grid.jobs import _name_rules
 from postrisk.grid.stages import GroupingError, group_keys
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def paper(repo):
     return load_config(repo / "config.yaml")
+
+
+@pytest.fixture(scope="module")
+def paper_plan(paper):
+    """The paper config's planner (every unit of the full grid), built once for this file."""
+    return Planner(paper)
 
 
 def _small(paper, **changes):
@@ -72,8 +78,8 @@ def test_job_request_is_margin_times_sum_and_largest_memory(paper):
     assert tiny.runtime == paper["cost_model"]["min_runtime"] and tiny.gpu == 0
 
 
-def test_one_job_per_unit_by_default_and_grouping_is_one_parameter(paper, grouped):
-    one = Planner(paper).stage_rules("posterior")
+def test_one_job_per_unit_by_default_and_grouping_is_one_parameter(paper_plan, grouped):
+    one = paper_plan.stage_rules("posterior")
     assert [r.name for r in one] == ["posterior_exact", "posterior_mcmc"]
     assert all(len(job.units) == 1 for r in one for job in r.jobs.values())
     rules = Planner(grouped).stage_rules("posterior")
@@ -142,8 +148,8 @@ def test_rules_sharing_a_description_get_a_digest_each():
     assert names == _name_rules({}, "fit", ("method",), [a, b, c], a + b + c)  # deterministic
 
 
-def test_resources_the_same_for_every_job_are_constants(paper):
-    sample = Planner(paper).stage_rules("sample")[0]
+def test_resources_the_same_for_every_job_are_constants(paper_plan):
+    sample = paper_plan.stage_rules("sample")[0]
     assert sample.constant("threads") == 1 and sample.constant("gpu") == 0
     assert sample.constant("mem_mb") is None  # it grows with the dataset's rows
 
@@ -157,19 +163,19 @@ def test_bad_grouping_is_a_clear_config_error(paper):
         group_keys({"group_by": {"fit": ["dataset"]}}, "fit")
 
 
-def test_accelerators_follow_the_declarations(paper, grouped):
+def test_accelerators_follow_the_declarations(paper_plan, grouped):
     from postrisk.priors.base import FAMILY_ENTRIES
 
     assert FAMILY_ENTRIES["hbart"].accelerator and not FAMILY_ENTRIES["gp"].accelerator
-    rules = {r.name: r for r in Planner(paper).stage_rules("posterior")}
+    rules = {r.name: r for r in paper_plan.stage_rules("posterior")}
     assert rules["posterior_mcmc"].accelerator and rules["posterior_mcmc"].env == "jax-gpu"
     assert {j.resources.gpu for j in rules["posterior_mcmc"].jobs.values()} == {1}
     assert {j.resources.gpu for j in rules["posterior_exact"].jobs.values()} == {0}
     assert not any(r.accelerator for r in Planner(grouped).stage_rules("posterior"))  # use: false
 
 
-def test_plan_reports_what_the_rules_request(paper):
-    planner = Planner(paper)
+def test_plan_reports_what_the_rules_request(paper, paper_plan):
+    planner = paper_plan
     rows = {r.rule: r for r in plan(paper, planner)}
     mcmc = planner.stage_rules("posterior")[1]
     assert rows["posterior_mcmc"].jobs == len(mcmc.jobs) == 2 * 13 * 8 * 13
