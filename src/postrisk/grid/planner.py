@@ -16,7 +16,6 @@ from typing import Any
 
 from postrisk.grid.conditions import (
     Condition,
-    condition_methods,
     covariate_datasets,
     implemented_conditions,
     implemented_methods,
@@ -60,19 +59,9 @@ class Planner:
                            "(stage_rules)")
         return self.rules[stage][0]
 
-    def rule_names(self) -> dict[str, list[str]]:
-        """Each stage's rule names, for the rules that have jobs."""
-        return {stage: [r.name for r in rules if r.jobs] for stage, rules in self.rules.items()}
-
     def job_counts(self) -> dict[str, int]:
         """Jobs per rule name (what a dry run's job stats list, without ``all``)."""
         return {r.name: len(r.jobs) for rules in self.rules.values() for r in rules if r.jobs}
-
-    def unit(self, stage: str, wildcards: Mapping[str, str]) -> Any:
-        """The unit of a stage that is not batched, for one job's wildcards."""
-        return self.rule(stage).unit(wildcards)
-
-    # ---------------------------------------------------------------------------- outputs
 
     def task_stores(self) -> list[str]:
         """Every task store, condition by condition, seed by seed (the order in which the
@@ -84,10 +73,6 @@ class Planner:
 
     def disentanglement_runs(self) -> list[str]:
         return [u.out for u in self.units["disentanglement"]]
-
-    def condition_methods(self, condition: tuple[str, str, str, str]) -> list[str]:
-        """The methods fitted on ``condition``, in the configured order."""
-        return condition_methods(self.config, condition)
 
     def instances_per_method(self) -> dict[str, int]:
         """Per implemented method, the instances it is scored on: its conditions' usable

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from postrisk.grid.conditions import (
     Condition,
@@ -40,7 +40,6 @@ def _key_wildcards(key: TaskKey) -> dict[str, str]:
 class CovariatesUnit:
     """One dataset's covariate store (``reference``: the store whose scaling it uses)."""
 
-    stage: ClassVar[str] = "covariates"
     dataset: str
     reference: str | None
     out: str
@@ -58,7 +57,6 @@ class CovariatesUnit:
 class PriorUnit:
     """One (dataset, family)'s fitted prior parameters."""
 
-    stage: ClassVar[str] = "prior"
     dataset: str
     prior: str
     covariates: str
@@ -101,7 +99,6 @@ class SampleUnit(_InstanceUnit):
     """One instance's sample store: training inputs, f* and noisy targets (``n`` training rows;
     ``digest``: its family's sample settings, :func:`postrisk.tasks.key.config_digest`)."""
 
-    stage: ClassVar[str] = "sample"
     key: TaskKey
     covariates: str
     prior: str
@@ -118,7 +115,6 @@ class SampleUnit(_InstanceUnit):
 class PosteriorUnit(_InstanceUnit):
     """One instance's reference posterior (``settings``: config ``posterior.<prior>``)."""
 
-    stage: ClassVar[str] = "posterior"
     key: TaskKey
     sample: str
     settings: Mapping[str, Any]
@@ -133,7 +129,6 @@ class PosteriorUnit(_InstanceUnit):
 class ValidSeedsUnit:
     """One cell's seed selection from its BNN instances, one per candidate seed."""
 
-    stage: ClassVar[str] = "valid_seeds"
     cell: tuple[str, str, str]  # (dataset, noise, coverage)
     bnn_tasks: tuple[str, ...]
     n_valid: int
@@ -178,7 +173,6 @@ class FitUnit(_ConditionUnit):
     valid (else empty: the first ``n_valid`` are used).
     """
 
-    stage: ClassVar[str] = "fit"
     method: str
     condition: Condition
     seeds: tuple[int, ...]
@@ -213,7 +207,6 @@ class ScoreUnit(_ConditionUnit):
     """One condition's scores: every method fitted there and the reference rows, on the usable
     seeds among ``seeds`` (the cell's ``selection`` file, or the first ``n_valid``)."""
 
-    stage: ClassVar[str] = "score"
     condition: Condition
     seeds: tuple[int, ...]
     tasks: tuple[str, ...]
@@ -233,7 +226,6 @@ class DisentanglementUnit(_ConditionUnit):
     """One method's Disentanglement Error experiment on one instance, at the configuration of
     its condition's fit store (``fit``)."""
 
-    stage: ClassVar[str] = "disentanglement"
     condition: Condition
     seed: int
     method: str
