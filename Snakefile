@@ -1,4 +1,6 @@
 # postrisk: ground-truth AU/EU tasks, reference posteriors, methods and metrics (README.md).
+# One rules/*.smk per stage, in pipeline order; rules/common.smk holds the configuration, the
+# planner and the input functions they share.
 import os
 
 from snakemake.utils import min_version
@@ -11,10 +13,13 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 
 include: "rules/common.smk"
 include: "rules/covariates.smk"
+include: "rules/priors.smk"
 include: "rules/tasks.smk"
 include: "rules/checks.smk"
 include: "rules/methods.smk"
+include: "rules/scores.smk"
 include: "rules/disentanglement.smk"
+include: "rules/report.smk"
 include: "rules/release.smk"
 
 

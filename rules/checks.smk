@@ -1,5 +1,6 @@
 # Reference-posterior checks (docs/design.md, "Reference-posterior checks" and "Seeds"; paper
-# Table 3): pooled over all task stores of the grid.
+# Table 3): which seeds of each cell are valid, then Table 3 and the rank histograms pooled
+# over all task stores of the grid (catalogue stage `checks`, postrisk.grid.artefacts).
 
 
 # Per cell, the seeds whose BNN instance converged (max split-R̂ ≤ 1.05): the first
@@ -12,9 +13,9 @@ rule valid_seeds:
     params:
         unit=unit_of("valid_seeds"),
     log:
-        "results/logs/valid_seeds/{dataset}/{noise}/{coverage}.log",
+        SIMPLE["valid_seeds"].log,
     benchmark:
-        "results/benchmarks/checks/seeds_{dataset}_{noise}_{coverage}.tsv"
+        SIMPLE["valid_seeds"].benchmark
     conda:
         env("core")
     threads: threads_of(SIMPLE["valid_seeds"])
@@ -28,19 +29,20 @@ rule checks:
     input:
         all_task_stores,
     output:
-        table=path("table3"),
-        instances=path("instances"),
-        sensitivity=path("table3_rhat101"),
-        figure=path("rank_histograms"),
-        family_figures=rank_histogram_figures(),
-        pdfs=[pdf_of(p) for p in [path("rank_histograms"), *rank_histogram_figures()]],
+        table=path_of("table3"),
+        sensitivity=path_of("table3_rhat101"),
+        instances=path_of("instances"),
+        figure=path_of("rank_histograms"),
+        family_figures=primary_files("rank_histograms_prior"),
+        companions=companion_files("rank_histograms", "rank_histograms_prior"),
     params:
+        family_priors=PLANNER.priors,
         scale=config["scale"],
         n_valid=config["seeds"]["valid_per_cell"],
     log:
-        "results/logs/checks.log",
+        SIMPLE["checks"].log,
     benchmark:
-        "results/benchmarks/checks/checks.tsv"
+        SIMPLE["checks"].benchmark
     conda:
         env("core")
     threads: threads_of(SIMPLE["checks"])

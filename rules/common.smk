@@ -1,29 +1,17 @@
-# Shared by every stage: config validation, wildcard constraints, input functions, the guard.
+# Shared by every stage: the library on the path, config validation, the planner, wildcard
+# constraints, one-line input functions and the guard against a local full run.
 import gc
 import inspect
-import json
 import os
 import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-_SRC = str(Path(workflow.basedir) / "src")
-# Outside methods (`module:Class` in `methods`) import from the working directory or the
-# checkout (its examples/), or from an installed package.
-_IMPORTABLE = [_SRC, os.getcwd(), str(Path(workflow.basedir))]
-for _path in reversed(_IMPORTABLE):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-# Jobs (local, conda or cluster) import the library from this checkout.
-_INHERITED = [p for p in os.getenv("PYTHONPATH", "").split(os.pathsep)
-              if p and p not in _IMPORTABLE]
-os.environ.update(PYTHONPATH=os.pathsep.join([*_IMPORTABLE, *_INHERITED]))
-# JAX jobs share compiled kernels across processes (persistent compilation cache).
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path("resources/jax_cache").resolve()))
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-# Several JAX jobs may share one GPU: allocate on demand rather than 75% of it up front.
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from postrisk.workflow.session import export_outside_methods, prepare_imports
+
+prepare_imports(workflow.basedir)
 
 from postrisk import grid
 # The store schema versions are params of the jobs that write stores, so a store written by
@@ -31,7 +19,8 @@ from postrisk import grid
 from postrisk.core.io import digest
 from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.registry import registry as dataset_registry
-from postrisk.grid import path
+from postrisk.grid import artefact, path
+from postrisk.release import MANIFEST
 from postrisk.tasks import TASK_SCHEMA_VERSION
 
 try:
@@ -40,16 +29,12 @@ except grid.ConfigError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 config.clear()
 config.update(_validated)
-# The jobs learn the outside methods (name -> location, search space) from the environment.
-from postrisk.methods.registry import OUTSIDE_ENV
-
-os.environ[OUTSIDE_ENV] = json.dumps(config.get("outside_methods", {}))
+export_outside_methods(config)
 
 # The planner (postrisk.grid.planner): the conditions, the seed policy, every stage's units of
-# work and the rules and jobs that run them, computed once. Batchable stages (sample, posterior,
-# fit) get one rule per output shape; the others one rule each.
+# work, the rules and jobs that run them, and the catalogue's files, computed once. Batchable
+# stages (sample, posterior, fit) get one rule per output shape; the others one rule each.
 PLANNER = grid.Planner(config)
-CONDITIONS = PLANNER.conditions
 GROUPED = {stage: PLANNER.stage_rules(stage) for stage in grid.UNIT_KEYS}
 SIMPLE = {stage: PLANNER.rule(stage) for stage in grid.STAGES if stage not in GROUPED}
 # The job table lives as long as the run: keep its objects out of the garbage collector's scans
@@ -123,12 +108,50 @@ def inputs_of_unit(stage, field):
     return per_job(lambda wildcards: grid.unit_paths(SIMPLE[stage].unit(wildcards), field))
 
 
-def covariate_store_of(wildcards):
-    return path("covariates", dataset=wildcards.dataset)
+def path_of(ident):
+    """The one file of a catalogue entry without fields (a figure: its PNG)."""
+    return artefact(ident).path_of()
 
 
-def prior_settings(wildcards):
-    return config[f"{wildcards.prior}_prior"]
+def primary_files(*idents):
+    """The catalogue entries' files for this configuration (a figure: its PNG only)."""
+    return [item.path for item in PLANNER.artefacts(*idents)]
+
+
+def companion_files(*idents):
+    """What the entries write beside their primary files (a figure's PDF)."""
+    return [f for item in PLANNER.artefacts(*idents) for f in item.files[1:]]
+
+
+def stage_tables(stage):
+    """The ids of a catalogue stage's tables, in catalogue order."""
+    return [a.id for a in grid.stage_artefacts(stage) if a.kind == "table"]
+
+
+#: The figure stage's output pattern and figures (one job each).
+FIGURE_PNG = grid.artefacts.figure_pattern()
+FIGURES = grid.artefacts.figure_ids()
+
+
+def figure_tables(wildcards):
+    """The tables one figure reads, by id."""
+    reads = artefact(wildcards.name).reads
+    return {r: path_of(r) for r in reads if r != grid.artefacts.CONDITION_SCORES}
+
+
+def figure_scores(wildcards):
+    """Every condition's score table, where the figure draws from them."""
+    reads = artefact(wildcards.name).reads
+    return PLANNER.score_tables() if grid.artefacts.CONDITION_SCORES in reads else []
+
+
+#: What a release holds: the datasets and (dataset, prior) pairs of the implemented conditions,
+#: the catalogue's release files besides the manifest, and the documents it copies from the
+#: checkout (named like their release files).
+RELEASE_DATASETS = PLANNER.artefact_values()["dataset"]
+RELEASE_PAIRS = PLANNER.artefact_values()["dataset,prior"]
+RELEASE_FILES = [a.id for a in grid.stage_artefacts("release") if a.id != "release_manifest"]
+RELEASE_DOCUMENTS = [artefact(i).file for i in ("release_data_card", "release_citation")]
 
 
 def all_task_stores(wildcards=None):
@@ -139,27 +162,6 @@ def all_score_tables(wildcards=None):
     return PLANNER.score_tables()
 
 
-def evaluation_tables():
-    """The evaluation tables the aggregation writes beside the mean-ρ table."""
-    return [path("evaluation_table", name=n) for n in grid.EVALUATION_TABLES]
-
-
-def pdf_of(png):
-    """The PDF written beside a figure's PNG."""
-    return png[: -len(".png")] + ".pdf"
-
-
-def report_figures():
-    """The report's figures, PNG and PDF."""
-    pngs = [path("figure", name=n) for n in grid.REPORT_FIGURES]
-    return pngs + [pdf_of(p) for p in pngs]
-
-
-def rank_histogram_figures():
-    """The rank histograms of the implemented families (one PNG each)."""
-    return [path("rank_histogram_family", prior=p) for p in PLANNER.priors]
-
-
 def all_disentanglement_runs(wildcards=None):
     """One Disentanglement Error experiment per configured (condition, seed, method)."""
     return PLANNER.disentanglement_runs()
@@ -167,51 +169,8 @@ def all_disentanglement_runs(wildcards=None):
 
 def scaling_reference_input(wildcards):
     """Red Wine is scaled with White Wine's constants: its store is an input."""
-    ref = dataset_registry()[wildcards.dataset].scaling_reference
-    return {"reference": path("covariates", dataset=ref)} if ref else {}
-
-
-def fetch_params(wildcards):
-    cov = config["covariates"]
-    return {
-        "prefer_offline_package": cov.get("prefer_offline_package", False),
-        "raw_dir": cov.get("raw_dir", "resources/raw"),
-        "retries": cov.get("fetch_retries", 3),
-        "timeout_s": cov.get("fetch_timeout_s", 30),
-    }
-
-
-#: Documents every release carries, from the repository's root.
-RELEASE_DOCUMENTS = ("DATA_CARD.md", "CITATION.cff")
-#: The configuration's digest, recorded in a release's manifest.
-RELEASE_CONFIG_DIGEST = digest(config)
-
-
-def release_datasets():
-    """The datasets a release holds: those with an implemented condition."""
-    return sorted({c.dataset for c in CONDITIONS})
-
-
-def release_covariate_stores():
-    return [path("covariates", dataset=d) for d in release_datasets()]
-
-
-def release_prior_files():
-    """Each (dataset, prior)'s fitted prior settings (scale constant, kernel)."""
-    pairs = sorted({(c.dataset, c.prior) for c in CONDITIONS})
-    return [path("prior", dataset=d, prior=p) for d, p in pairs]
-
-
-def release_files():
-    """The files of a release besides its manifest: one per (dataset, prior), one per dataset,
-    and the documents."""
-    from postrisk.release import dataset_file, instances_file
-
-    pairs = sorted({(c.dataset, c.prior) for c in CONDITIONS})
-    names = [instances_file(d, p) for d, p in pairs]
-    names += [dataset_file(d) for d in release_datasets()]
-    names += [os.path.basename(d) for d in RELEASE_DOCUMENTS]
-    return [path("release_file", name=n) for n in names]
+    ref = grid.covariates_unit(wildcards.dataset).reference
+    return {"reference": ref} if ref else {}
 
 
 def all_targets(wildcards):
@@ -221,6 +180,7 @@ def all_targets(wildcards):
         if message:
             raise WorkflowError(message)
     targets = [path("covariates", dataset=d) for d in PLANNER.covariate_datasets]
-    if CONDITIONS:
-        targets += [path("table3"), path("score_table")]
+    if PLANNER.conditions:
+        for stage in ("checks", "tables", "figure", "report"):
+            targets += PLANNER.stage_files(stage)
     return targets

@@ -1,5 +1,6 @@
 # Covariates (docs/design.md, "Covariates"): fetch, clean, scale, split, shells, PC1 — one
-# store per dataset. Both rules download, so they run on the submit host (localrule).
+# store per dataset (any registered dataset, in the grid or not). Both rules download, so they
+# run on the submit host (localrule).
 
 
 rule covariates:
@@ -8,13 +9,13 @@ rule covariates:
     output:
         directory(path("covariates")),
     params:
-        fetch=fetch_params,
+        fetch=config["covariates"],
         n_eval_cap=config["sizes"]["n_eval_cap"],
         schema=COVARIATES_SCHEMA_VERSION,
     log:
-        "results/logs/covariates/{dataset}.log",
+        SIMPLE["covariates"].log,
     benchmark:
-        "results/benchmarks/covariates/{dataset}.tsv"
+        SIMPLE["covariates"].benchmark
     conda:
         env("core")
     threads: threads_of(SIMPLE["covariates"])
@@ -27,11 +28,11 @@ rule covariates:
 
 rule verify_covariates:
     output:
-        "results/covariates/verification/{dataset}.json",
+        path("covariates_verification"),
     params:
-        fetch=fetch_params,
+        fetch=config["covariates"],
     log:
-        "results/logs/verify_covariates/{dataset}.log",
+        grid.log_path("verify_covariates", ("dataset",)),
     conda:
         env("core")
     threads: 1

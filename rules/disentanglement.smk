@@ -1,6 +1,6 @@
 # The Disentanglement Error experiment (docs/evaluation.md, "Disentanglement Error"): one job
 # per configured (instance, method) refits the method, at its fit job's configuration, on
-# subsampled and label-permuted training sets; the aggregation turns the per-level means into
+# subsampled and label-permuted training sets; the tables stage turns the per-level means into
 # the Disentanglement Error table.
 
 
@@ -14,9 +14,9 @@ rule disentanglement:
         unit=unit_of("disentanglement"),
         settings=config["disentanglement"],
     log:
-        "results/logs/disentanglement/{dataset}/{prior}/{noise}/{coverage}/{seed}/{method}.log",
+        SIMPLE["disentanglement"].log,
     benchmark:
-        "results/benchmarks/disentanglement/{dataset}_{prior}_{noise}_{coverage}_{seed}_{method}.tsv"
+        SIMPLE["disentanglement"].benchmark
     conda:
         env("jax")
     threads: threads_of(SIMPLE["disentanglement"])

@@ -1,27 +1,7 @@
-# Priors and task instances (docs/design.md, "Priors", "Task instances"): per-dataset prior
-# parameters, then per instance the sample (what methods see) and the reference posterior (the
-# task store). Sample and posterior jobs run the instances of one job (config `group_by`) in one
-# process; a stage has one rule per output shape (postrisk.grid.jobs), all of the same form.
-
-
-rule prior:
-    input:
-        covariates=covariate_store_of,
-    output:
-        path("prior"),
-    params:
-        settings=prior_settings,
-    log:
-        "results/logs/prior/{dataset}/{prior}.log",
-    benchmark:
-        "results/benchmarks/prior/{dataset}_{prior}.tsv"
-    conda:
-        env("jax")
-    threads: threads_of(SIMPLE["prior"])
-    resources:
-        **resources_of(SIMPLE["prior"]),
-    script:
-        "../scripts/prior.py"
+# Task instances (docs/design.md, "Task instances"): per instance the sample (what methods
+# see) and the reference posterior (the task store). Sample and posterior jobs run the
+# instances of one job (config `group_by`) in one process; a stage has one rule per output
+# shape (postrisk.grid.jobs), all of the same form.
 
 
 for _rule in GROUPED["sample"]:

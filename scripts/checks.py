@@ -8,4 +8,5 @@ snakemake = globals()["snakemake"]
 with job_log(snakemake.log[0]):
     out = snakemake.output
     report_checks(snakemake.input, out.table, out.instances, out.figure, snakemake.params.scale,
-                  snakemake.params.n_valid, out.sensitivity, out.family_figures)
+                  snakemake.params.n_valid, out.sensitivity,
+                  dict(zip(snakemake.params.family_priors, out.family_figures, strict=True)))

@@ -8,7 +8,9 @@ from postrisk.workflow.steps import pack_release
 snakemake = globals()["snakemake"]
 
 with job_log(snakemake.log[0]):
-    pack_release(snakemake.input.instances, snakemake.input.documents,
-                 Path(snakemake.output.manifest).parent,
-                 snakemake.params.settings, snakemake.params.scale,
-                 snakemake.params.config_digest)
+    inputs, params = snakemake.input, snakemake.params
+    pack_release(inputs.instances, inputs.tasks, params.task_keys,
+                 dict(zip(params.datasets, inputs.covariates, strict=True)),
+                 dict(zip(map(tuple, params.pairs), inputs.priors, strict=True)),
+                 inputs.documents, Path(snakemake.output.manifest).parent, params.settings,
+                 params.scale, params.config_digest)

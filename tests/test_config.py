@@ -197,3 +197,149 @@ def test_seed_policy_per_condition(paper):
     no_bnn = validate_config(dict(paper, priors=["gp", "hbart"]))
     assert not SeedPolicy(no_bnn).bnn_decides(with_bnn)
     assert condition_seeds(no_bnn, with_bnn) == list(range(paper["seeds"]["valid_per_cell"]))
+
+
+# -- one way to read the configuration: ./config.yaml, else the packaged defaults ---------------
+
+def _write(path, data):
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture
+def own_checkout(repo, tmp_path, monkeypatch):
+    """A working directory with its own config.yaml (config.yaml with one value changed)."""
+    data = yaml.safe_load((repo / "config.yaml").read_text())
+    data["local_guard"]["max_instances"] = 7
+    _write(tmp_path / "config.yaml", data)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def elsewhere(tmp_path, monkeypatch):
+    """A working directory without a config.yaml (outside a checkout)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_packaged_defaults_are_the_checkouts_config(repo):
+    from postrisk.grid import default_config_path
+
+    assert default_config_path().read_text() == (repo / "config.yaml").read_text()
+
+
+def test_read_config_uses_the_working_directorys_config(own_checkout, paper):
+    from postrisk.grid import read_config
+
+    cfg = read_config()
+    assert cfg["local_guard"]["max_instances"] == 7
+    assert cfg == validate_config(dict(paper, local_guard={"max_instances": 7}))
+
+
+def test_read_config_without_one_uses_the_packaged_defaults(elsewhere, paper):
+    from postrisk.grid import read_config
+
+    assert not (elsewhere / "config.yaml").exists()
+    assert read_config() == paper
+
+
+@pytest.mark.parametrize("where", ["own_checkout", "elsewhere"])
+def test_configfiles_merge_over_the_base(where, request, paper, tmp_path):
+    from postrisk.grid import read_config
+
+    request.getfixturevalue(where)
+    first = _write(tmp_path / "first.yaml", {"tuning": {"trials": 6}, "scale": "demo"})
+    second = _write(tmp_path / "second.yaml", {"scale": "smoke"})
+    cfg = read_config(first, second)
+    assert cfg["scale"] == "smoke" and cfg["tuning"]["trials"] == 6  # in order
+    assert cfg["tuning"]["validation_fraction"] == paper["tuning"]["validation_fraction"]
+    assert cfg["local_guard"]["max_instances"] == (7 if where == "own_checkout" else
+                                                   paper["local_guard"]["max_instances"])
+    assert read_config(first, base=tmp_path / "config.yaml" if where == "own_checkout"
+                       else None)["scale"] == "demo"
+
+
+@pytest.mark.parametrize("where", ["own_checkout", "elsewhere"])
+def test_cli_plan_merges_its_files_over_config_yaml(where, request, tmp_path, capsys):
+    """`postrisk plan FILE`: FILE merged over config.yaml, not instead of it (a file naming one
+    key alone is not a whole configuration)."""
+    from postrisk.cli import main
+    from postrisk.grid import plan_report, read_config
+
+    request.getfixturevalue(where)
+    one_key = _write(tmp_path / "one_key.yaml", {"datasets": ["concrete"]})
+    assert main(["plan", str(one_key)]) == 0
+    said = capsys.readouterr().out
+    merged = read_config(one_key)
+    assert merged["priors"] and merged["cost_model"]  # every other key from config.yaml
+    assert said == plan_report(merged) + "\n"
+    assert main(["plan"]) == 0 and capsys.readouterr().out == plan_report(read_config()) + "\n"
+
+
+def test_cli_plan_bad_config_is_one_line(elsewhere, capsys):
+    from postrisk.cli import BAD_CONFIG, main
+
+    bad = _write(elsewhere / "bad.yaml", {"priors": ["gpp"]})
+    assert main(["plan", str(bad)]) == BAD_CONFIG
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "'gpp' is not allowed" in err
+
+
+def _fake_download(monkeypatch):
+    """`postrisk download` with the download replaced by a record of its arguments."""
+    from types import SimpleNamespace
+
+    import postrisk.release.download as download
+
+    calls = []
+
+    def fake(base_url, dest, **kwargs):
+        calls.append({"base_url": base_url, "dest": dest, **kwargs})
+        return SimpleNamespace(downloaded=[], skipped=[], bytes_downloaded=0, seconds=0.0)
+
+    real = download.download_release
+    monkeypatch.setattr(download, "download_release", fake)
+    return calls, lambda: monkeypatch.setattr(download, "download_release", real)
+
+
+def test_cli_download_outside_a_checkout_uses_the_packaged_defaults(elsewhere, paper,
+                                                                      monkeypatch, capsys):
+    from pathlib import Path
+
+    from postrisk.cli import main
+
+    calls, restore = _fake_download(monkeypatch)
+    release = paper["release"]
+    assert main(["download", "--url", "https://example.org/r"]) == 0
+    assert calls[-1] == {"base_url": "https://example.org/r",
+                         "dest": Path(release["download_dir"]), "datasets": release["datasets"],
+                         "priors": release["priors"], "retries": release["retries"],
+                         "timeout_s": release["timeout_s"]}
+    # a --configfile setting one key keeps the packaged defaults' others
+    mine = _write(elsewhere / "mine.yaml", {"release": {"timeout_s": 5}})
+    assert main(["download", "--url", "https://example.org/r", "--configfile", str(mine)]) == 0
+    assert calls[-1]["timeout_s"] == 5 and calls[-1]["retries"] == release["retries"]
+    assert calls[-1]["dest"] == Path(release["download_dir"])
+    # without a URL: the packaged base_url (null), one line, exit 2
+    capsys.readouterr()
+    restore()
+    assert main(["download"]) == 2 and "no release URL" in capsys.readouterr().err
+
+
+def test_fetch_settings_from_the_config(paper, monkeypatch):
+    """The covariates section as it is; the library's field defaults agree with config.yaml."""
+    from pathlib import Path
+
+    from postrisk.covariates import FetchSettings
+
+    section = paper["covariates"]
+    monkeypatch.delenv("POSTRISK_OPENML_URL", raising=False)
+    monkeypatch.delenv("POSTRISK_UCI_URL", raising=False)
+    assert FetchSettings.from_config(section) == FetchSettings()
+    monkeypatch.setenv("POSTRISK_UCI_URL", "http://127.0.0.1:9")
+    mine = FetchSettings.from_config({"raw_dir": "elsewhere", "fetch_retries": 5,
+                                      "fetch_timeout_s": 2.5, "prefer_offline_package": True})
+    assert mine == FetchSettings(raw_dir=Path("elsewhere"), uci_url="http://127.0.0.1:9",
+                                 retries=5, timeout_s=2.5, prefer_offline_package=True)
+    assert FetchSettings.from_config(section, raw_dir="x").raw_dir == Path("x")

@@ -162,15 +162,3 @@ def test_scale_note(tmp_path, scale, monkeypatch):
                            tmp_path / "fig")
     assert notes == [F.scale_note(scale)]
     assert bool(notes[0]) == (scale != "paper")
-
-
-def test_figures_catalogue():
-    assert set(F.PER_DATASET) <= set(F.FIGURES)
-    assert all(isinstance(c, str) and c for c in F.FIGURES.values())
-
-
-def test_the_workflow_declares_every_report_figure():
-    from postrisk.grid import REPORT_FIGURES
-    from postrisk.report.figures import FIGURE_TITLES, FIGURES
-
-    assert set(REPORT_FIGURES) == set(FIGURES) == set(FIGURE_TITLES)

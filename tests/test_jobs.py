@@ -10,6 +10,7 @@ import math
 import pytest
 
 from postrisk.grid import ConfigError, Planner, load_config, path, plan, validate_config
+from postrisk.grid.artefacts import figure_ids
 from postrisk.grid.cost import Resources, job_resources, unit_cost, unit_rows
 from postrisk.grid.jobs import _name_rules
 from postrisk.grid.stages import GroupingError, group_keys
@@ -184,4 +185,5 @@ def test_plan_reports_what_the_rules_request(paper, paper_plan):
                                                      for j in mcmc.jobs.values())
     assert set(rows) == {r.name for rules in planner.rules.values() for r in rules if r.jobs}
     assert {r: rows[r].jobs for r in rows} == planner.job_counts()
-    assert rows["checks"].jobs == rows["aggregate_scores"].jobs == 1
+    assert rows["checks"].jobs == rows["tables"].jobs == rows["report"].jobs == 1
+    assert rows["figure"].jobs == len(figure_ids())

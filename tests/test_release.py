@@ -303,13 +303,12 @@ def test_cli_download(release, tmp_path, capsys):
 
 
 def test_release_config_is_validated():
-    from postrisk.grid import ConfigError, load_config, validate_config
-    from postrisk.release import DOWNLOAD_DEFAULTS
+    from postrisk.grid import ConfigError, default_config_path, load_config, validate_config
 
     cfg = load_config("config.yaml")
     assert cfg["release"]["base_url"] is None and cfg["release"]["max_bytes"] == 50_000_000_000
     # outside a checkout, `postrisk download` uses the same settings as config.yaml
-    assert {k: cfg["release"][k] for k in DOWNLOAD_DEFAULTS} == DOWNLOAD_DEFAULTS
+    assert load_config(default_config_path())["release"] == cfg["release"]
     for bad, message in (({"base_url": "ftp://x"}, "base_url"),
                          ({"priors": ["gpp"]}, "gpp"), ({"max_bytes": 0}, "max_bytes")):
         with pytest.raises(ConfigError, match=message):

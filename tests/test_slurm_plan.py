@@ -3,6 +3,7 @@ file so that the fast tier's two test processes share the workflow tests evenly)
 
 import pytest
 
+from postrisk.grid.artefacts import figure_ids
 from tests.workflow_helpers import REPO, dry_run_jobs, job_counts, snakemake
 
 #: These tests start Snakemake (select them with `-m workflow`).
@@ -30,7 +31,8 @@ def test_slurm_profile_plans_the_full_grid_with_the_cost_models_resources(tmp_pa
     assert counts["valid_seeds"] == cells
     methods = len(METHOD_ENTRIES)  # every implemented method (each job tunes, then fits)
     assert counts["fit"] == methods * 3 * cells and counts["score"] == 3 * cells
-    assert counts["checks"] == 1 and counts["aggregate_scores"] == 1
+    assert counts["checks"] == counts["tables"] == counts["report"] == 1
+    assert counts["figure"] == len(figure_ids())
     for name in ("abalone", "sarcos", "white_wine", "red_wine"):
         assert f"results/covariates/{name}.zarr" in run.stdout
 

@@ -62,6 +62,20 @@ def command(*args, **kwargs):
     return register
 
 
+#: ``--configfile``: what every command that reads the configuration takes.
+ConfigFiles = Annotated[list[Path] | None, typer.Option(
+    "--configfile", help="config files merged in order over ./config.yaml, or over the "
+                         "packaged defaults where there is none (repeatable)")]
+
+
+def _config(configfiles: list[Path] | None = None) -> dict:
+    """The configuration of a command: ``grid.read_config`` (./config.yaml if there is one,
+    else the packaged defaults, with the files merged over it), validated."""
+    from postrisk import grid
+
+    return grid.read_config(*(configfiles or []))
+
+
 # -- the workflow -------------------------------------------------------------------------------
 
 def _checkout() -> Path:
@@ -110,25 +124,28 @@ def task(key: Annotated[str, typer.Argument(help="dataset/prior/noise/coverage/s
 
 @command()
 def plan(configfiles: Annotated[list[Path] | None, typer.Argument(
-        help="config files, merged in order (default: config.yaml)")] = None) -> int:
-    """The jobs of a configuration and what each asks of a cluster."""
+        help="config files merged in order over ./config.yaml (or over the packaged defaults "
+             "where there is none), as --configfile is; none: config.yaml alone")] = None
+         ) -> int:
+    """The jobs of a configuration and what each asks of a cluster. The config files named are
+    merged over config.yaml, not used instead of it (a file setting one key keeps every other
+    key of config.yaml)."""
     from postrisk import grid
 
-    cfg = grid.load_config(*(configfiles or [Path("config.yaml")]))
+    cfg = _config(configfiles)
     typer.echo(grid.plan_report(cfg))
     return 0
 
 
 @command()
-def outputs(configfile: Annotated[list[Path] | None, typer.Option(
-                help="config files merged over config.yaml (repeatable)")] = None,
+def outputs(configfile: ConfigFiles = None,
             results: Annotated[Path, typer.Option(help="the results folder")] = Path("results")
             ) -> int:
     """Where the outputs of a configuration are, with their headline facts."""
     from postrisk import grid
     from postrisk.covariates.build import summarize_store
 
-    cfg = grid.load_config("config.yaml", *(configfile or []))
+    cfg = _config(configfile)
     root = str(results)
     scale = cfg["scale"]
     note = "" if scale == "paper" else f" ({scale} scale — not comparable to the paper)"
@@ -142,29 +159,20 @@ def outputs(configfile: Annotated[list[Path] | None, typer.Option(
                        f"outermost-shell share (eval) = {s['outer_shell_share_eval']:.3f}")
         else:
             typer.echo(f"    {store}  (missing)")
-    conditions = grid.implemented_conditions(cfg)
-    if conditions:
+    planner = grid.Planner(cfg)
+    if planner.conditions:
         tasks = [Path(grid.path("task", root, **c._asdict(), seed=s))
-                 for c in conditions for s in grid.task_seeds(cfg)]
+                 for c in planner.conditions for s in planner.seeds.task_seeds]
         present = sum(t.exists() for t in tasks)
         typer.echo(f"  task stores: {Path(root) / 'tasks'}/  ({present} of {len(tasks)} present)")
-        priors = grid.implemented_priors(cfg)
-        figures = tuple((f"rank histogram ({p})", "rank_histogram_family", {"prior": p})
-                        for p in priors if any(c.prior == p for c in conditions))
-        for label, kind, keys in (("checks (Table 3)", "table3", {}),
-                                  ("Table 3 with BNN R̂ ≤ 1.01", "table3_rhat101", {}),
-                                  ("instances (valid / dropped)", "instances", {}),
-                                  ("rank histograms", "rank_histograms", {}), *figures,
-                                  ("scores (mean ρ per method and target)", "score_table", {}),
-                                  *((f"figure: {n}", "figure", {"name": n})
-                                    for n in grid.REPORT_FIGURES),
-                                  ("every evaluation table, on one page", "tables_page", {}),
-                                  ("every (method, instance, metric)", "metrics_long", {}),
-                                  *((f"table: {n}", "evaluation_table", {"name": n})
-                                    for n in grid.EVALUATION_TABLES)):
-            out = Path(grid.path(kind, root, **keys))
-            typer.echo(f"  {label}: {out}" + ("" if out.exists() else "  (missing)"))
-        report = Path(grid.path("report", root))
+        # every table, figure and page of the catalogue (the release: `snakemake release`)
+        for stage in ("checks", "tables", "figure", "report"):
+            for item in planner.artefacts(*grid.stage_artefacts(stage), root=root):
+                keys = ", ".join(str(v) for _, v in item.keys)
+                label = item.entry.title + (f" ({keys})" if keys else "")
+                out = Path(item.path)
+                typer.echo(f"  {label}: {out}" + ("" if out.exists() else "  (missing)"))
+        report = Path(grid.artefact("report").path_of(root))
         typer.echo(f"report (open in a browser): {report.resolve().as_uri()}"
                    + ("" if report.exists() else "  (missing)"))
     return 0
@@ -194,27 +202,33 @@ def envs(check: Annotated[bool, typer.Option(
 
 # -- covariates ---------------------------------------------------------------------------------
 
-RawDir = Annotated[Path, typer.Option(help="the download cache of raw covariate files")]
+RawDir = Annotated[Path | None, typer.Option(
+    help="the download cache of raw covariate files (default: covariates.raw_dir of the "
+         "config)")]
 
 
-def _fetch_settings(raw_dir: Path, offline_package: bool | None = None):
+def _fetch_settings(cfg: dict, raw_dir: Path | None = None,
+                    offline_package: bool | None = None):
+    """The config's ``covariates`` fetch settings, with the command line's overrides."""
     from postrisk.covariates import FetchSettings
 
-    return FetchSettings.from_env(raw_dir=raw_dir, prefer_offline_package=offline_package)
+    return FetchSettings.from_config(cfg["covariates"], raw_dir=raw_dir,
+                                     prefer_offline_package=offline_package)
 
 
 @command("fetch-covariates")
 def fetch_covariates(datasets: Annotated[list[str] | None, typer.Argument(
                          help="registry names (default: all)")] = None,
-                     raw_dir: RawDir = Path("resources/raw")) -> int:
+                     raw_dir: RawDir = None, configfile: ConfigFiles = None) -> int:
     """Download raw covariate tables into the cache (sha256 recorded and checked)."""
     from postrisk.covariates import CovariateFetchError, get_dataset, load_raw_table
     from postrisk.covariates.registry import registry
 
+    settings = _fetch_settings(_config(configfile), raw_dir)
     status = 0
     for name in datasets or list(registry()):
         try:
-            raw = load_raw_table(get_dataset(name), _fetch_settings(raw_dir))
+            raw = load_raw_table(get_dataset(name), settings)
             typer.echo(f"{name}: {raw.origin} {raw.path} sha256 {raw.sha256}")
         except CovariateFetchError as err:
             status = _fail(str(err))
@@ -224,14 +238,17 @@ def fetch_covariates(datasets: Annotated[list[str] | None, typer.Argument(
 @command()
 def covariates(dataset: Annotated[str, typer.Argument(help="registry name")],
                out: Annotated[Path | None, typer.Option(help="the store to write")] = None,
-               n_eval_cap: Annotated[int, typer.Option(help="n_eval = min(cap, N/2)")] = 1500,
+               n_eval_cap: Annotated[int | None, typer.Option(
+                   help="n_eval = min(cap, N/2) (default: sizes.n_eval_cap of the config)")
+               ] = None,
                reference: Annotated[Path | None, typer.Option(
                    help="covariate store whose scaling constants to use")] = None,
                offline_package: Annotated[bool, typer.Option(
                    "--offline-package",
-                   help="use a copy shipped in a PyPI package where the registry names one"
+                   help="use a copy shipped in a PyPI package where the registry names one "
+                    "(default: covariates.prefer_offline_package of the config)"
                )] = False,
-               raw_dir: RawDir = Path("resources/raw")) -> int:
+               raw_dir: RawDir = None, configfile: ConfigFiles = None) -> int:
     """Build one dataset's covariate store."""
     from postrisk import grid
     from postrisk.covariates import (
@@ -241,6 +258,7 @@ def covariates(dataset: Annotated[str, typer.Argument(help="registry name")],
         write_covariates,
     )
 
+    cfg = _config(configfile)
     spec = get_dataset(dataset)
     scaling = None
     if spec.scaling_reference:
@@ -248,8 +266,8 @@ def covariates(dataset: Annotated[str, typer.Argument(help="registry name")],
             return _fail(f"{spec.name} is scaled with {spec.scaling_reference}'s constants; "
                          "pass --reference PATH to its covariate store", BAD_CONFIG)
         scaling = scaling_from_store(reference)
-    ds = build_covariates(spec, _fetch_settings(raw_dir, offline_package or None),
-                          n_eval_cap=n_eval_cap, scaling=scaling)
+    ds = build_covariates(spec, _fetch_settings(cfg, raw_dir, offline_package or None),
+                          n_eval_cap=n_eval_cap or cfg["sizes"]["n_eval_cap"], scaling=scaling)
     out = out or Path(grid.path("covariates", dataset=spec.name))
     write_covariates(ds, out)
     typer.echo(f"wrote {out}")
@@ -260,12 +278,13 @@ def covariates(dataset: Annotated[str, typer.Argument(help="registry name")],
 def verify(datasets: Annotated[list[str] | None, typer.Argument(
                help="registry names (default: all)")] = None,
            report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
-           raw_dir: RawDir = Path("resources/raw")) -> int:
+           raw_dir: RawDir = None, configfile: ConfigFiles = None) -> int:
     """Fetch canonical sources and check columns, d and N against the registry (networked)."""
     from postrisk.covariates import verify_covariates
     from postrisk.covariates.registry import registry
 
-    reports = [verify_covariates(name, _fetch_settings(raw_dir)).as_dict()
+    settings = _fetch_settings(_config(configfile), raw_dir)
+    reports = [verify_covariates(name, settings).as_dict()
                for name in (datasets or list(registry()))]
     text = json.dumps(reports, indent=2)
     if report:
@@ -288,22 +307,13 @@ def download(url: Annotated[str | None, typer.Option(
                  help="where to put the release (default: release.download_dir)")] = None,
              retries: Annotated[int | None, typer.Option(
                  help="attempts per file (default: release.retries)")] = None,
-             configfile: Annotated[list[Path] | None, typer.Option(
-                 help="config files merged over ./config.yaml if there is one")] = None) -> int:
-    """Download the released suite, all or some datasets and priors (sha256 checked)."""
-    from postrisk import grid
+             configfile: ConfigFiles = None) -> int:
+    """Download the released suite, all or some datasets and priors (sha256 checked); the
+    settings are the config's release section (outside a checkout: the packaged defaults)."""
     from postrisk.release import download_settings
     from postrisk.release.download import download_release
 
-    if Path("config.yaml").exists():  # in a checkout: its config, validated
-        release = download_settings(
-            grid.load_config("config.yaml", *(configfile or []))["release"])
-    else:  # elsewhere: the defaults, and the release section of any --configfile
-        import yaml
-
-        release = download_settings()
-        for path in configfile or []:
-            release.update((yaml.safe_load(path.read_text()) or {}).get("release") or {})
+    release = download_settings(_config(configfile).get("release"))
     dest = dest or Path(release["download_dir"])
     report = download_release(url or release["base_url"], dest,
                               datasets=dataset or release["datasets"],
@@ -331,6 +341,17 @@ def _parse_settings(values: list[str] | None) -> dict:
     return out
 
 
+def _data_root(root: Path | None, configfile: list[Path] | None) -> Path | None:
+    """Where to look tasks up: ``root``, else ``$POSTRISK_DATA``, else the config's
+    ``release.download_dir`` (where `postrisk download` puts a release)."""
+    from postrisk.release import download_settings
+    from postrisk.release.load import DATA_ENV
+
+    if root is not None or os.environ.get(DATA_ENV):
+        return root
+    return Path(download_settings(_config(configfile).get("release"))["download_dir"])
+
+
 def _model(method: str, settings: dict):
     """A fresh model: a built-in method's name, or an outside ``module:Class``."""
     from postrisk.methods.outside import import_location, is_location
@@ -347,7 +368,7 @@ def evaluate(method: Annotated[str, typer.Argument(
                  help="module:Class (your method) or a built-in method's name")],
              root: Annotated[Path | None, typer.Option(
                  help="a release or results folder (default: $POSTRISK_DATA, else "
-                      "resources/release)")] = None,
+                      "release.download_dir of the config)")] = None,
              dataset: Annotated[list[str] | None, typer.Option(help="(repeatable)")] = None,
              prior: Annotated[list[str] | None, typer.Option(help="(repeatable)")] = None,
              noise: Annotated[list[str] | None, typer.Option(help="(repeatable)")] = None,
@@ -356,11 +377,13 @@ def evaluate(method: Annotated[str, typer.Argument(
              set_: Annotated[list[str] | None, typer.Option(
                  "--set", help="a hyper-parameter, name=value (repeatable)")] = None,
              out: Annotated[Path | None, typer.Option(
-                 help="write every score of every task to this CSV")] = None) -> int:
+                 help="write every score of every task to this CSV")] = None,
+             configfile: ConfigFiles = None) -> int:
     """Fit a method on local tasks and score it with the pipeline's metrics."""
     from postrisk.evaluation.evaluate import evaluate as run_evaluation
 
-    scores = run_evaluation(_model(method, _parse_settings(set_)), root=root, dataset=dataset,
+    model = _model(method, _parse_settings(set_))
+    scores = run_evaluation(model, root=_data_root(root, configfile), dataset=dataset,
                             prior=prior, noise=noise, coverage=coverage, seed=seed)
     _print_scores(scores)
     if out:
@@ -398,7 +421,8 @@ def info(store: Annotated[str, typer.Argument(
                   "<file>.zip/<noise>/<coverage>/<seed>")],
          root: Annotated[Path | None, typer.Option(
              help="where to look a key up (default: $POSTRISK_DATA, else "
-                  "resources/release)")] = None) -> int:
+                  "release.download_dir of the config)")] = None,
+         configfile: ConfigFiles = None) -> int:
     """Shape, provenance and diagnostics of one task instance."""
     import numpy as np
     from rich.console import Console
@@ -406,7 +430,7 @@ def info(store: Annotated[str, typer.Argument(
 
     from postrisk.release.load import load_task
 
-    ds = load_task(store, root).ds
+    ds = load_task(store, _data_root(root, configfile)).ds
     attrs = ds.attrs
     versions = json.loads(attrs.get("versions", "{}"))
     sampler = json.loads(attrs.get("sampler_settings", "{}"))

@@ -30,10 +30,12 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -65,12 +67,21 @@ class ChecksumMismatch(CovariateFetchError):
     """A downloaded or cached file does not match its expected checksum."""
 
 
+#: The config's ``covariates`` keys (config.yaml) and the :class:`FetchSettings` field of each.
+CONFIG_KEYS = {"prefer_offline_package": "prefer_offline_package", "raw_dir": "raw_dir",
+               "fetch_retries": "retries", "fetch_timeout_s": "timeout_s"}
+
+
 @dataclass(frozen=True)
 class FetchSettings:
     """Where and how to fetch. Base URLs default to the public services (env overrides).
 
     ``retries``: download attempts in all, per file (pooch waits 1 s, 2 s, … between them);
     ``timeout_s``: the connect/read timeout of one attempt.
+
+    The field defaults are the library's, for a caller without a configuration; the workflow
+    and the command line take theirs from config.yaml's ``covariates`` section
+    (:meth:`from_config`), whose values these equal (a test checks it).
     """
 
     raw_dir: Path = DEFAULT_RAW_DIR
@@ -79,6 +90,16 @@ class FetchSettings:
     retries: int = 3
     timeout_s: float = 30.0
     prefer_offline_package: bool = False
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any], **overrides) -> FetchSettings:
+        """Settings from a configuration's ``covariates`` section as it is (keys
+        ``prefer_offline_package``, ``raw_dir``, ``fetch_retries``, ``fetch_timeout_s``; one
+        absent keeps the field's default), with ``POSTRISK_OPENML_URL`` / ``POSTRISK_UCI_URL``
+        applied as :meth:`from_env` does, then ``overrides`` (fields; None ones ignored)."""
+        values = {field: section[key] for key, field in CONFIG_KEYS.items() if key in section}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_env(**values)
 
     @classmethod
     def from_env(cls, **overrides) -> FetchSettings:

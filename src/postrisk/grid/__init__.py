@@ -3,7 +3,8 @@
 Modules, from the bottom up (each imports only those below it; ``make lint`` checks it):
 
 * :mod:`~postrisk.grid.vocabulary` — the names each axis may take, read from the registries;
-* :mod:`~postrisk.grid.paths` — where every output lives;
+* :mod:`~postrisk.grid.paths` — where every store, log and benchmark lives;
+* :mod:`~postrisk.grid.artefacts` — the catalogue of every table, figure, page and release file;
 * :mod:`~postrisk.grid.stages` — the stages, the keys of their units, how units group;
 * :mod:`~postrisk.grid.config` — the configuration's schema, validation and merging;
 * :mod:`~postrisk.grid.conditions` — conditions, what is implemented, fitted and tuned;
@@ -18,6 +19,7 @@ Which of the built seeds are *valid* (the BNN R̂ rule) is decided at run time b
 ``postrisk.tasks.validity``. The names below are importable from ``postrisk.grid`` directly.
 """
 
+from postrisk.grid.artefacts import CATALOGUE, Artefact, artefact, figure_files, stage_artefacts
 from postrisk.grid.conditions import (
     Condition,
     condition_methods,
@@ -35,12 +37,14 @@ from postrisk.grid.config import (
     ConfigError,
     config_schema,
     deep_merge,
+    default_config_path,
     load_config,
+    read_config,
     validate_config,
 )
 from postrisk.grid.cost import Resources, env_family
 from postrisk.grid.jobs import Job, StageRule, rule_name
-from postrisk.grid.paths import EVALUATION_TABLES, REPORT_FIGURES, RESULTS, TEMPLATES, path
+from postrisk.grid.paths import RESULTS, TEMPLATES, benchmark_path, log_path, path
 from postrisk.grid.plan import (
     RulePlan,
     guard_message,
@@ -61,20 +65,22 @@ from postrisk.grid.units import (
     SampleUnit,
     ScoreUnit,
     ValidSeedsUnit,
+    covariates_unit,
     disentanglement_units,
     unit_paths,
 )
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 
 __all__ = [
-    "COVERAGES", "Condition", "ConfigError", "CovariatesUnit", "DisentanglementUnit",
-    "EVALUATION_TABLES", "FitUnit", "Job", "METHODS", "NOISE_MODES", "PRIORS", "Planner",
-    "PosteriorUnit", "PriorUnit", "REPORT_FIGURES", "RESULTS", "Resources", "RulePlan",
-    "STAGES", "SampleUnit", "ScoreUnit", "SeedPolicy", "StageRule", "TEMPLATES", "UNIT_KEYS",
-    "ValidSeedsUnit",
-    "condition_methods", "condition_seeds", "conditions", "config_schema", "covariate_datasets",
-    "deep_merge", "disentanglement_units", "env_family", "fits_method", "guard_message",
+    "Artefact", "CATALOGUE", "COVERAGES", "Condition", "ConfigError", "CovariatesUnit",
+    "DisentanglementUnit", "FitUnit", "Job", "METHODS", "NOISE_MODES", "PRIORS", "Planner",
+    "PosteriorUnit", "PriorUnit", "RESULTS", "Resources", "RulePlan", "STAGES", "SampleUnit",
+    "ScoreUnit", "SeedPolicy", "StageRule", "TEMPLATES", "UNIT_KEYS", "ValidSeedsUnit", "artefact",
+    "benchmark_path", "condition_methods", "condition_seeds", "conditions", "config_schema",
+    "covariate_datasets", "covariates_unit", "deep_merge", "default_config_path",
+    "disentanglement_units", "env_family", "figure_files", "fits_method", "guard_message",
     "implemented_conditions", "implemented_methods", "implemented_priors", "is_tuned",
-    "load_config", "n_instances", "path", "plan", "plan_report", "plan_table", "rule_name",
-    "task_seeds", "training_size", "tuned_methods", "unit_paths", "validate_config",
+    "load_config", "log_path", "n_instances", "path", "plan", "plan_report", "plan_table",
+    "read_config", "rule_name", "stage_artefacts", "task_seeds", "training_size", "tuned_methods",
+    "unit_paths", "validate_config",
 ]

@@ -3,12 +3,18 @@
 The schema's enums come from the registries (:mod:`postrisk.grid.vocabulary`). It is used by the
 workflow at start and by the command line; a bad key stops everything with one message that names
 the key and the allowed values.
+
+The defaults are written once, in the checkout's root ``config.yaml``; the wheel ships the same
+file as ``postrisk/config.yaml`` (:func:`default_config_path`). Every command reads its
+configuration with :func:`read_config`: ``./config.yaml`` when the working directory has one,
+else the packaged defaults, with each ``--configfile`` merged over it in order.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +256,8 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
             },
             "release": {
                 "type": "object", "additionalProperties": False,
-                "required": ["base_url", "download_dir", "max_bytes", "max_files"],
+                "required": ["base_url", "download_dir", "max_bytes", "max_files", "retries",
+                             "timeout_s"],
                 "properties": {
                     "base_url": {"anyOf": [{"type": "null"},
                                            {"type": "string", "pattern": "^https?://"}]},
@@ -402,8 +409,38 @@ def deep_merge(base: Mapping, override: Mapping) -> dict:
 
 
 def load_config(*paths: str | Path) -> dict:
-    """Load and merge YAML files in order (config.yaml, then presets), then validate."""
+    """Load and merge exactly these YAML files in order (config.yaml, then presets), then
+    validate; :func:`read_config` is the same with the base configuration found for you."""
     merged: dict = {}
     for path in paths:
         merged = deep_merge(merged, yaml.safe_load(Path(path).read_text()) or {})
     return validate_config(merged)
+
+
+#: The base configuration's name, in a working directory and inside the package.
+CONFIG_FILE = "config.yaml"
+
+
+def default_config_path() -> Path:
+    """The packaged defaults: ``postrisk/config.yaml`` of an installed wheel (the checkout's
+    root ``config.yaml``, force-included by hatch), else, in a source or editable install, the
+    checkout's root ``config.yaml`` itself."""
+    packaged = Path(str(resources.files("postrisk").joinpath(CONFIG_FILE)))
+    if packaged.is_file():
+        return packaged
+    source = Path(__file__).resolve().parents[3] / CONFIG_FILE
+    if source.is_file():
+        return source
+    raise FileNotFoundError(f"the packaged default configuration is missing (neither {packaged} "
+                            f"nor {source}); reinstall postrisk")
+
+
+def read_config(*configfiles: str | Path, base: str | Path | None = None) -> dict:
+    """The configuration every command uses: the base configuration — ``base`` when given,
+    else ``./config.yaml`` when the working directory has one, else the packaged defaults
+    (:func:`default_config_path`) — with each of ``configfiles`` merged over it in order
+    (:func:`deep_merge`, Snakemake's ``--configfile`` rule), validated."""
+    if base is None:
+        here = Path(CONFIG_FILE)
+        base = here if here.is_file() else default_config_path()
+    return load_config(base, *configfiles)

@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from postrisk.grid.artefacts import stage_artefacts
 from postrisk.grid.cost import Resources, env_family, job_resources, unit_cost, wants_accelerator
-from postrisk.grid.paths import path
+from postrisk.grid.paths import benchmark_path, log_path, path
 from postrisk.grid.stages import (
     INPUT_KINDS,
     OUTPUT_KINDS,
@@ -84,12 +85,11 @@ class StageRule:
 
     @property
     def log(self) -> str:
-        return f"results/logs/{self.stage}/" + "/".join("{" + k + "}" for k in self.keys) + ".log"
+        return log_path(self.stage, self.keys)
 
     @property
     def benchmark(self) -> str:
-        return (f"results/benchmarks/{self.stage}/" + "_".join("{" + k + "}" for k in self.keys)
-                + ".tsv")
+        return benchmark_path(self.stage, self.keys)
 
     @property
     def env(self) -> str:
@@ -239,9 +239,13 @@ def _simple_jobs(stage: str, units: Mapping[str, Sequence[Any]]
     if stage == "checks":  # one job reading every task store
         costs = [(None, u.dataset) for u in units["posterior"]]
         return {(): ([], costs)} if costs else {}
-    if stage == "aggregate_scores":  # one job reading every condition's scores
+    if stage in ("tables", "report"):  # one job over every condition's scores
         costs = [(None, None)] * len(units["score"])
         return {(): ([], costs)} if costs else {}
+    if stage == "figure":  # one job per figure of the catalogue, each over every score table
+        costs = [(None, None)] * len(units["score"])
+        return {(entry.id,): ([entry], costs) for entry in stage_artefacts("figure")
+                } if costs else {}
     jobs = {}
     for u in units[stage]:
         ident = tuple(u.wildcards[k] for k in SIMPLE_KEYS[stage])

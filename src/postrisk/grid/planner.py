@@ -14,6 +14,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from postrisk.grid.artefacts import (
+    CATALOGUE,
+    Artefact,
+    ArtefactFile,
+    artefact,
+    expand,
+    stage_artefacts,
+)
 from postrisk.grid.conditions import (
     Condition,
     covariate_datasets,
@@ -73,6 +81,37 @@ class Planner:
 
     def disentanglement_runs(self) -> list[str]:
         return [u.out for u in self.units["disentanglement"]]
+
+    # ------------------------------------------------------------------------ artefacts
+
+    def artefact_values(self) -> dict[str, list]:
+        """What a catalogue entry's fields expand over: the implemented priors; the datasets
+        and (dataset, prior) pairs of the implemented conditions."""
+        pairs = sorted({(c.dataset, c.prior) for c in self.conditions})
+        return {"prior": list(self.priors), "dataset": sorted({d for d, _ in pairs}),
+                "dataset,prior": pairs}
+
+    def artefacts(self, *entries: str | Artefact, root: str = "results") -> list[ArtefactFile]:
+        """The given catalogue entries (ids or entries) for this configuration, each expanded
+        over its fields, in order."""
+        values = self.artefact_values()
+        return [f for e in entries
+                for f in expand(artefact(e) if isinstance(e, str) else e, values, root)]
+
+    def artefact_files(self, *entries: str | Artefact, root: str = "results") -> list[str]:
+        """Every file of the given catalogue entries (a figure: PNG, then PDF)."""
+        return [f for item in self.artefacts(*entries, root=root) for f in item.files]
+
+    def stage_files(self, stage: str, root: str = "results", *, kind: str | None = None
+                    ) -> list[str]:
+        """Every file a catalogue stage writes (``kind``: only its tables, figures, …)."""
+        return self.artefact_files(*[a for a in stage_artefacts(stage)
+                                     if kind is None or a.kind == kind], root=root)
+
+    def report_contents(self, root: str = "results") -> list[ArtefactFile]:
+        """What the HTML report shows, in catalogue order: every shown table and figure."""
+        return self.artefacts(*[a for a in CATALOGUE if a.shown and a.kind in ("table", "figure")],
+                              root=root)
 
     def instances_per_method(self) -> dict[str, int]:
         """Per implemented method, the instances it is scored on: its conditions' usable

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 #: Stages in the order the workflow runs them.
 STAGES = ("covariates", "prior", "sample", "posterior", "valid_seeds", "checks", "fit", "score",
-          "disentanglement", "aggregate_scores")
+          "disentanglement", "tables", "figure", "report")
 
 #: The keys of one unit of each batchable stage, in path order.
 UNIT_KEYS: dict[str, tuple[str, ...]] = {
@@ -43,7 +43,9 @@ SIMPLE_KEYS: dict[str, tuple[str, ...]] = {
     "checks": (),
     "score": ("dataset", "prior", "noise", "coverage"),
     "disentanglement": ("dataset", "prior", "noise", "coverage", "seed", "method"),
-    "aggregate_scores": (),
+    "tables": (),
+    "figure": ("name",),
+    "report": (),
 }
 #: Stages whose cost entry is per prior family or per method.
 COST_BY = {"prior": "prior", "sample": "prior", "posterior": "prior", "fit": "method",

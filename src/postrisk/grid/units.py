@@ -240,17 +240,20 @@ class DisentanglementUnit(_ConditionUnit):
 
 # ------------------------------------------------------------------------------ enumerations
 
+def covariates_unit(dataset: str) -> CovariatesUnit:
+    """The covariate store of any registered dataset, with the store whose scaling constants
+    it takes (Red Wine: White Wine's) — in the grid or not."""
+    from postrisk.covariates.registry import registry
+
+    ref = registry()[dataset].scaling_reference
+    return CovariatesUnit(dataset, path("covariates", dataset=ref) if ref else None,
+                          path("covariates", dataset=dataset))
+
+
 def covariates_units(cfg: Mapping) -> list[CovariatesUnit]:
     """Every covariate store the workflow builds (tasks first, then OOD-only, then scaling
     references)."""
-    from postrisk.covariates.registry import registry
-
-    units = []
-    for dataset in covariate_datasets(cfg):
-        ref = registry()[dataset].scaling_reference
-        units.append(CovariatesUnit(dataset, path("covariates", dataset=ref) if ref else None,
-                                    path("covariates", dataset=dataset)))
-    return units
+    return [covariates_unit(dataset) for dataset in covariate_datasets(cfg)]
 
 
 def prior_units(cfg: Mapping) -> list[PriorUnit]:

@@ -6,31 +6,47 @@
 - :mod:`~postrisk.release.load` — ``postrisk.load_task`` and ``postrisk.list_tasks``.
 """
 
-#: The manifest's name inside a release directory.
-MANIFEST = "manifest.json"
+from collections.abc import Mapping
+from typing import Any
+
+from postrisk.grid.artefacts import artefact
+
+#: The manifest's name inside a release directory (the catalogue's ``release_manifest``).
+MANIFEST = artefact("release_manifest").file
 #: What the manifest says it is, and the version of its layout.
 MANIFEST_FORMAT = "postrisk-release"
 MANIFEST_VERSION = 1
-#: Download settings when no workflow configuration is at hand (``postrisk download`` outside
-#: a checkout); the config's ``release`` section overrides them.
-DOWNLOAD_DEFAULTS = {"base_url": None, "download_dir": "resources/release", "datasets": None,
-                     "priors": None, "retries": 3, "timeout_s": 60}
+#: The settings of a download, from the config's ``release`` section (config.yaml states their
+#: defaults; ``datasets`` and ``priors`` null or absent: all of them).
+DOWNLOAD_KEYS = ("base_url", "download_dir", "datasets", "priors", "retries", "timeout_s")
 
 
-def download_settings(section: dict | None = None) -> dict:
-    """The download settings: :data:`DOWNLOAD_DEFAULTS` updated by a config's ``release``
-    section."""
-    return {**DOWNLOAD_DEFAULTS, **(section or {})}
+def download_settings(section: Mapping[str, Any] | None) -> dict:
+    """The download settings of a validated configuration's ``release`` section (see
+    ``postrisk.grid.read_config``): :data:`DOWNLOAD_KEYS`, ``datasets``/``priors`` None when
+    absent. A configuration without the section, or without a required key, is a
+    ``ConfigError``."""
+    from postrisk.grid.config import ConfigError
+
+    if not section:
+        raise ConfigError("config key 'release': missing; the downloads' settings are in "
+                          "config.yaml's release section")
+    missing = [k for k in DOWNLOAD_KEYS if k not in section and k not in ("datasets", "priors")]
+    if missing:
+        raise ConfigError(f"config key 'release': {missing} missing")
+    return {k: section.get(k) for k in DOWNLOAD_KEYS}
 
 
 def instances_file(dataset: str, prior: str) -> str:
-    """The file holding every released instance of (``dataset``, ``prior``)."""
-    return f"{dataset}_{prior}.zip"
+    """The file holding every released instance of (``dataset``, ``prior``) (the catalogue's
+    ``release_instances``)."""
+    return artefact("release_instances").file.format(dataset=dataset, prior=prior)
 
 
 def dataset_file(dataset: str) -> str:
-    """The file holding ``dataset``'s per-dataset artefacts (covariates, split, constants)."""
-    return f"{dataset}_dataset.zip"
+    """The file holding ``dataset``'s per-dataset artefacts (covariates, split, constants; the
+    catalogue's ``release_dataset``)."""
+    return artefact("release_dataset").file.format(dataset=dataset)
 
 
 def instance_group(noise: str, coverage: str, seed: int) -> str:

@@ -9,11 +9,13 @@
 A *root* is a release directory (a ``manifest.json`` and the packed files ``postrisk
 download`` fetched) or a workflow's results directory (``tasks/<dataset>/<prior>/<noise>/
 <coverage>/<seed>.zarr``); it may be both. Without one, the root is ``$POSTRISK_DATA``, else
-``resources/release`` (where ``postrisk download`` puts a release by default).
+the packaged default configuration's ``release.download_dir`` (``resources/release``, where
+``postrisk download`` puts a release by default).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from postrisk.grid.paths import TEMPLATES
-from postrisk.release import DOWNLOAD_DEFAULTS, MANIFEST, MANIFEST_FORMAT, MANIFEST_VERSION
+from postrisk.release import MANIFEST, MANIFEST_FORMAT, MANIFEST_VERSION
 from postrisk.release.pack import group_sha256
 from postrisk.tasks.key import TaskKey
 from postrisk.tasks.store import validate_store
@@ -29,7 +31,6 @@ from postrisk.tasks.task import Task
 
 #: The environment variable naming the default root.
 DATA_ENV = "POSTRISK_DATA"
-DEFAULT_ROOT = Path(DOWNLOAD_DEFAULTS["download_dir"])
 FILTERS = ("dataset", "prior", "noise", "coverage", "seed")
 
 
@@ -66,8 +67,16 @@ class TaskEntry:
         return open_packed(self.path, self.group)
 
 
+@functools.cache
+def _packaged_download_dir() -> Path:
+    from postrisk.grid.config import default_config_path, read_config
+
+    return Path(read_config(base=default_config_path())["release"]["download_dir"])
+
+
 def default_root() -> Path:
-    return Path(os.environ.get(DATA_ENV) or DEFAULT_ROOT)
+    """``$POSTRISK_DATA``, else the packaged default configuration's ``release.download_dir``."""
+    return Path(os.environ.get(DATA_ENV) or _packaged_download_dir())
 
 
 def read_manifest(root: str | Path) -> dict:

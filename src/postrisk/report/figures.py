@@ -2,7 +2,10 @@
 excess entanglement (Figure 3A), the matched-prior ranks (Figure 7) and the per-dataset means
 (Figures 8–9).
 
-Every ``figure_*`` function is pure: it takes the frames (the report's tables without their
+Which figures the report has, their titles and captions are catalogue entries
+(:mod:`postrisk.grid.artefacts`, stage ``figure``); each names one of the ``*_figure`` builders at
+the end of this module, which take the frames the entry reads. Every ``figure_*`` function is
+pure: it takes the frames (the report's tables without their
 ``scale`` column), the run's scale and an output path *stem* (no suffix), writes
 ``<stem>.png`` (150 dpi) and ``<stem>.pdf`` and returns the two paths. The matching ``draw_*``
 function returns the open figure instead (for tests and notebooks).
@@ -24,41 +27,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from postrisk.report.style import scale_note
-from postrisk.report.tables import REFERENCE_DISPLAY, display_name
-
-#: One-line caption per figure; the key is the file stem under ``results/figures/``.
-FIGURES = {
-    "fig2_mean_rho": "Mean Spearman ρ per method between its EU and each EU target (posterior "
-                     "excess risk, posterior variance, point-wise excess risk) and between its "
-                     "AU and the true noise variance (heteroscedastic instances), with 95% "
-                     "bootstrap intervals over datasets; methods ordered by ρ(EU, posterior "
-                     "excess risk) (paper Figure 2).",
-    "fig3a_entanglement": "Excess entanglement Δρ = ρ(ÊU, ÂU) − ρ(EU*, AU*) per method for EU "
-                          "as posterior excess risk and as posterior variance, with 95% "
-                          "bootstrap intervals over datasets; hollow markers: the paper's Δρ "
-                          "(paper Figure 3A).",
-    "fig7_matched_prior": "Mean within-condition rank (1 = best ρ(EU, posterior excess risk)) "
-                          "of each method under each oracle engine; methods ordered by their "
-                          "mean rank over the engines (paper Figure 7).",
-    "fig8_per_dataset_eu": "Mean ρ(EU, posterior excess risk) per method on each dataset, with "
-                           "the range (min–max) over the dataset's instances (per-dataset "
-                           "panels, as the paper's Figures 8–9 show abalone and airfoil).",
-    "fig9_per_dataset_au": "Mean ρ(AU, true noise variance) per method on each dataset "
-                           "(heteroscedastic instances), with the range (min–max) over the "
-                           "dataset's instances (per-dataset panels, paper Figures 8–9).",
-}
-#: A short title per figure (the report's figure headings).
-FIGURE_TITLES = {
-    "fig2_mean_rho": "Agreement with the ground truth (paper Figure 2)",
-    "fig3a_entanglement": "Excess entanglement (paper Figure 3A)",
-    "fig7_matched_prior": "Matched-prior comparison (paper Figure 7)",
-    "fig8_per_dataset_eu": "EU agreement per dataset (paper Figures 8–9)",
-    "fig9_per_dataset_au": "AU agreement per dataset (paper Figures 8–9)",
-}
-#: The score column each per-dataset figure shows.
-PER_DATASET = {"fig8_per_dataset_eu": "spearman_eu_posterior_excess_risk",
-               "fig9_per_dataset_au": "spearman_au"}
+from postrisk.grid.artefacts import CONDITION_SCORES, figure_files
+from postrisk.report.style import REFERENCE_DISPLAY, display_name, scale_note
 
 #: Okabe–Ito colours (colour-blind safe), in the order the series use them.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
@@ -186,7 +156,7 @@ def save_png_pdf(fig: Figure, stem: str | Path, scale: str) -> list[Path]:
         fig.suptitle(note, fontsize=9, color="tab:red")
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")]
+    paths = [Path(p) for p in figure_files(str(stem) + ".png")]
     try:
         fig.savefig(paths[0], dpi=150, metadata={"Software": None})
         fig.savefig(paths[1], metadata={"CreationDate": None, "Creator": None})
@@ -459,3 +429,30 @@ def figure_per_dataset(scores: pd.DataFrame, scale: str, stem: str | Path,
                        column: str = "spearman_eu_posterior_excess_risk") -> list[Path]:
     """Paper Figures 8–9 from the per-instance score table (fitted methods only)."""
     return save_png_pdf(draw_per_dataset(scores, column), stem, scale)
+
+
+# -- the catalogue's builders: the frames an entry reads (its ``reads``), the scale, a stem ------
+def mean_rho_figure(frames: Mapping[str, pd.DataFrame], scale: str, stem: str | Path
+                    ) -> list[Path]:
+    return figure_mean_rho(frames["scores"], scale, stem)
+
+
+def entanglement_figure(frames: Mapping[str, pd.DataFrame], scale: str, stem: str | Path
+                        ) -> list[Path]:
+    return figure_entanglement(frames["table8"], frames["table9"], scale, stem)
+
+
+def matched_prior_figure(frames: Mapping[str, pd.DataFrame], scale: str, stem: str | Path
+                         ) -> list[Path]:
+    return figure_matched_prior(frames["matched_prior_ranks"], scale, stem)
+
+
+def per_dataset_eu_figure(frames: Mapping[str, pd.DataFrame], scale: str, stem: str | Path
+                          ) -> list[Path]:
+    return figure_per_dataset(frames[CONDITION_SCORES], scale, stem,
+                              column="spearman_eu_posterior_excess_risk")
+
+
+def per_dataset_au_figure(frames: Mapping[str, pd.DataFrame], scale: str, stem: str | Path
+                          ) -> list[Path]:
+    return figure_per_dataset(frames[CONDITION_SCORES], scale, stem, column="spearman_au")

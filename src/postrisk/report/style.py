@@ -1,4 +1,5 @@
-"""What every figure and table of a run shares: the note on runs below the paper's scale."""
+"""What every figure and table of a run shares: the note on runs below the paper's scale, the
+display names of methods and reference rows, how a cell prints."""
 
 from __future__ import annotations
 
@@ -7,7 +8,22 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from postrisk.grid.artefacts import figure_files
+
 DEMO_NOTE = "{scale} scale — not comparable to the paper"
+#: The reference rows' names in tables and figures (the methods': their registry's).
+REFERENCE_DISPLAY = {"oracle": "Oracle", "mahalanobis": "Mahalanobis", "knn10": "10-NN",
+                     "constant_au": "Constant AU"}
+
+
+def display_name(method: str) -> str:
+    """A method's or reference row's name in the tables (an outside method's own
+    ``display_name``)."""
+    from postrisk.methods.registry import display_name as method_display_name
+
+    if method in REFERENCE_DISPLAY:
+        return REFERENCE_DISPLAY[method]
+    return method_display_name(method)
 
 
 def format_value(value: object) -> str:
@@ -38,6 +54,7 @@ def save_figure(fig, path, scale: str) -> None:
         fig.suptitle(note, fontsize=9, color="tab:red")
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    fig.savefig(Path(path).with_suffix(".pdf"))
+    png, pdf = figure_files(str(path))
+    fig.savefig(png, dpi=120)
+    fig.savefig(pdf)
     plt.close(fig)

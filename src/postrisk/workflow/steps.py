@@ -34,13 +34,13 @@ logger = logging.getLogger(__name__)
 
 def make_covariates(dataset: str, fetch: Mapping, n_eval_cap: int, out: str | Path,
                     reference: str | Path | None = None) -> None:
-    """One dataset's covariate store (``fetch``: the rule's fetch settings; ``reference``: the
-    store whose scaling constants to use, for Red Wine)."""
+    """One dataset's covariate store (``fetch``: the config's ``covariates`` section;
+    ``reference``: the store whose scaling constants to use, for Red Wine)."""
     from postrisk.covariates import build_covariates, get_dataset, scaling_from_store
     from postrisk.covariates.fetch import FetchSettings
 
     scaling = scaling_from_store(reference) if reference else None
-    ds = build_covariates(get_dataset(dataset), FetchSettings.from_env(**fetch),
+    ds = build_covariates(get_dataset(dataset), FetchSettings.from_config(fetch),
                           n_eval_cap=n_eval_cap, scaling=scaling)
     write_covariates(ds, out)
     logger.info("wrote %s", out)
@@ -51,7 +51,7 @@ def verify_dataset(dataset: str, fetch: Mapping, out: str | Path) -> None:
     from postrisk.covariates import verify_covariates
     from postrisk.covariates.fetch import FetchSettings
 
-    report = verify_covariates(dataset, FetchSettings.from_env(**fetch))
+    report = verify_covariates(dataset, FetchSettings.from_config(fetch))
     write_text_atomic(out, json.dumps(report.as_dict(), indent=2) + "\n")
 
 
@@ -242,55 +242,66 @@ def disentanglement_experiment(unit: DisentanglementUnit, settings: Mapping,
 
 def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figure: str,
                   scale: str, n_valid: int, sensitivity: str | None = None,
-                  family_figures: Sequence[str] = ()) -> pd.DataFrame:
+                  family_figures: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Table 3, its R̂ ≤ 1.01 sensitivity version, the instance list and rank histograms
-    (``family_figures``: paths ending in ``_<prior>.png``)."""
+    (``family_figures``: prior → PNG path)."""
     from postrisk.report.checks import write_checks
 
-    figures = {Path(f).stem.rsplit("_", 1)[-1]: str(f) for f in family_figures}
     result = write_checks(tasks, table, instances, figure, scale, np.random.default_rng(0),
-                          n_valid, sensitivity, figures)
+                          n_valid, sensitivity, dict(family_figures or {}))
     logger.info("\n%s", result.to_string())
     return result
 
 
-def report_scores(scores: Sequence[str | Path], instances: str, table: str, scale: str,
-                  sensitivity: str | None = None, tables_dir: str | None = None,
-                  long_table: str | None = None, markdown: str | None = None,
-                  disentanglement: Sequence[str | Path] = (), correlation: str = "pearson",
-                  report=None) -> pd.DataFrame:
-    """Mean ρ per method and target over the valid instances; ``sensitivity``: the same over
-    those whose BNN R̂ ≤ 1.01; ``tables_dir``: every evaluation table, ``long_table`` and the
-    ``markdown`` page of them all; ``report``: the figures and the HTML report
-    (:class:`postrisk.report.scores.ReportInputs`)."""
-    from postrisk.report.scores import write_scores
+def report_tables(scores: Sequence[str | Path], instances: str | Path,
+                  out: Mapping[str, str | Path], page: str | Path, scale: str,
+                  disentanglement: Sequence[str | Path] = (), correlation: str = "pearson"
+                  ) -> None:
+    """Rule ``tables``: every evaluation table (``out``: table id → path) and the tables page,
+    from one bootstrap stream seeded 0 (:func:`postrisk.report.scores.write_evaluation_tables`)."""
+    from postrisk.report.scores import write_evaluation_tables
 
-    result = write_scores(scores, instances, table, scale, np.random.default_rng(0),
-                          sensitivity, tables_dir=tables_dir, long_csv=long_table,
-                          markdown=markdown, disentanglement=disentanglement,
-                          correlation=correlation, report=report)
-    logger.info("\n%s", result.to_string())
-    return result
+    tables = write_evaluation_tables(scores, instances, out, page, scale,
+                                     np.random.default_rng(0), disentanglement=disentanglement,
+                                     correlation=correlation)
+    logger.info("\n%s", next(t.frame for t in tables if t.name == "scores").to_string())
 
 
-def pack_release(instances: str | Path, documents: Sequence[str | Path], out_dir: str | Path,
-                 settings: Mapping, scale: str, config_digest: str,
-                 results: str | Path = "results") -> dict:
+def report_figure(figure: str, tables: Mapping[str, str | Path], scores: Sequence[str | Path],
+                  scale: str, png: str | Path) -> None:
+    """Rule ``figure``: one catalogue figure (PNG and PDF) from the tables it reads."""
+    from postrisk.report.scores import write_figure
+
+    for path in write_figure(figure, tables, scores, scale, png):
+        logger.info("wrote %s", path)
+
+
+def report_page(html: str | Path, manifest: str | Path, contents: Sequence, scale: str,
+                config: Mapping, deviations: str | Path, settings: Mapping) -> None:
+    """Rule ``report``: the HTML page of the catalogue's shown tables and figures."""
+    from postrisk.report.scores import write_report_page
+
+    shown = write_report_page(html, manifest, contents, scale, config, deviations, settings)
+    logger.info("report %s: %d tables, %d figures", html, len(shown["tables"]),
+                len(shown["figures"]))
+
+
+def pack_release(instances: str | Path, tasks: Sequence[str | Path], task_keys: Sequence,
+                 covariates: Mapping[str, str | Path], priors: Mapping[tuple[str, str], str | Path],
+                 documents: Sequence[str | Path], out_dir: str | Path, settings: Mapping,
+                 scale: str, config_digest: str) -> dict:
     """Rule ``release``: the valid instances of the checks' instance table packed into
     ``out_dir`` with the per-dataset artefacts, the documents and the manifest
-    (:func:`postrisk.release.pack.build_release`). The task stores, covariate stores and prior
-    files are those of the run's results folder ``results`` (``postrisk.grid.paths``)."""
-    from postrisk.grid.paths import path
+    (:func:`postrisk.release.pack.build_release`). ``tasks``: the task stores as the workflow
+    resolved them, one per :class:`~postrisk.tasks.key.TaskKey` of ``task_keys``;
+    ``covariates``: dataset → store; ``priors``: (dataset, prior) → prior file."""
     from postrisk.release.pack import build_release, release_instances
 
-    root = str(results)
+    stores = {key: Path(p) for key, p in zip(task_keys, tasks, strict=True)}
     table = pd.read_csv(instances)
-    offered = release_instances(table, lambda key: path("task", root, **vars(key)))
-    covariate_stores = {d: Path(path("covariates", root, dataset=d))
-                        for d in table["dataset"].unique()}
-    prior_files = {(d, p): Path(path("prior", root, dataset=d, prior=p))
-                   for d, p in table[["dataset", "prior"]].drop_duplicates().itertuples(False)}
-    return build_release(offered, covariate_stores, prior_files, out_dir,
+    offered = release_instances(table, stores.__getitem__)
+    return build_release(offered, {d: Path(p) for d, p in covariates.items()},
+                         {tuple(k): Path(p) for k, p in priors.items()}, out_dir,
                          documents=[Path(d) for d in documents], scale=scale,
                          config_digest=config_digest, max_bytes=int(settings["max_bytes"]),
                          max_files=int(settings["max_files"]))

@@ -1,0 +1,303 @@
+"""Every table, figure, page and release file the workflow writes: one catalogue entry each.
+
+An entry says what the artefact is (``id``: its name, like the paper's: ``table7``,
+``fig2_mean_rho``), where it lives (``path`` under the results folder; a ``{prior}`` or
+``{dataset}`` field expands over the configuration), its ``title`` and ``caption``, the stage
+(the Snakemake rule) that writes it and the function that builds it (``build``, a
+``module:function`` reference, imported only when the artefact is made, so that planning imports
+no plotting library). The rules' outputs, ``postrisk outputs``, the HTML report's contents, the
+tables page and the release's file list are all read from :data:`CATALOGUE`; adding a table is one
+entry here and one builder function (docs/design.md, "Adding a table or a figure").
+
+Order matters in two ways: the report shows its tables and figures in catalogue order, and the
+``tables`` stage builds its tables in catalogue order from one bootstrap stream (a new table
+appended last leaves every earlier table's intervals as they were).
+"""
+
+from __future__ import annotations
+
+import importlib
+import string
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+#: The files of one figure: its PNG (the path in the catalogue) and a PDF beside it.
+FIGURE_FORMATS = (".png", ".pdf")
+#: The stages (rules) that write catalogue artefacts, in pipeline order.
+ARTEFACT_STAGES = ("checks", "tables", "figure", "report", "release")
+#: What a figure may draw from besides the tables: every condition's score table, concatenated.
+CONDITION_SCORES = "condition_scores"
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """One catalogue entry (see the module docstring)."""
+
+    id: str
+    path: str
+    stage: str
+    build: str
+    kind: str = "table"  # table | figure | page | file
+    title: str = ""
+    caption: str = ""
+    #: shown in the HTML report (and, for the tables stage, on the tables page)
+    shown: bool = True
+    #: what a figure draws from: table ids or CONDITION_SCORES
+    reads: tuple[str, ...] = ()
+    #: a table's CSV starts with the run's scale (the long table of every metric does not)
+    scale_column: bool = True
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The path's fields (``prior``, ``dataset``): the axes the entry expands over."""
+        return tuple(f for _, f, _, _ in string.Formatter().parse(self.path) if f)
+
+    @property
+    def file(self) -> str:
+        """The file's name (a template where the path has fields)."""
+        return PurePosixPath(self.path).name
+
+    @property
+    def stem(self) -> str:
+        return PurePosixPath(self.path).stem
+
+    def path_of(self, root: str = "results", **keys: object) -> str:
+        """The entry's path under ``root`` with ``keys`` filled in."""
+        return f"{root}/" + self.path.format(**keys)
+
+    def builder(self) -> Callable:
+        """The function that builds the artefact (imported now)."""
+        module, _, name = self.build.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def caption_for(self, settings: Mapping[str, object]) -> str:
+        """The caption with the run's settings filled in (``{correlation}``)."""
+        return self.caption.format_map(dict(settings))
+
+
+def figure_files(png: str) -> list[str]:
+    """A figure's files: the PNG and the PDF beside it."""
+    stem = png[: -len(FIGURE_FORMATS[0])]
+    return [stem + suffix for suffix in FIGURE_FORMATS]
+
+
+_T = "postrisk.report.table_builders:"
+_F = "postrisk.report.figures:"
+_CHECKS = "postrisk.report.checks:write_checks"
+_RANK_CAPTION = ("Share of evaluation points per bin of the rank of f* among the posterior "
+                 "draws, pooled over the valid instances of each family; dashed: the exact bin "
+                 "probabilities of a calibrated sampler; grey: the 95% range of a uniform "
+                 "histogram of as many independent points.")
+_ENTANGLEMENT = ("Δρ = ρ(EU, AU) − ρ(EU*, AU*) (Spearman over the evaluation points), mean over "
+                 "the heteroscedastic instances, overall (with a 95% bootstrap interval over "
+                 "datasets), per oracle engine and per coverage. Δρ > 0: the outputs are more "
+                 "coupled than the truth.")
+
+#: Every artefact, stage by stage, in the report's order (and the tables' build order).
+CATALOGUE: tuple[Artefact, ...] = (
+    # -- checks: one job over every task store ----------------------------------------------
+    Artefact("table3", "checks/table3.csv", "checks", _CHECKS,
+             title="Reference-posterior checks (paper Table 3)",
+             caption="Pooled 90% coverage with its bootstrap interval over instances and its "
+                     "range over cells, rank-histogram deviation, Monte Carlo error of the "
+                     "posterior variance and corr(posterior mean, f*) per prior family, the "
+                     "paper's values beside ours."),
+    Artefact("table3_rhat101", "checks/table3_rhat101.csv", "checks", _CHECKS, shown=False,
+             title="Table 3 over the instances whose BNN max R̂ ≤ 1.01"),
+    Artefact("instances", "checks/instances.csv", "checks", _CHECKS, shown=False,
+             title="Every instance built, valid or dropped"),
+    # -- tables: one job over every condition's scores, one bootstrap stream ------------------
+    Artefact("scores_rhat101", "tables/scores_rhat101.csv", "tables", _T + "mean_rho_strict",
+             shown=False, title="Mean ρ over the instances whose BNN max R̂ ≤ 1.01"),
+    Artefact("scores", "tables/scores.csv", "tables", _T + "mean_rho",
+             title="Mean Spearman ρ per method and target (paper Figure 2)",
+             caption="Mean over instances of ρ between each method's EU and each EU target and "
+                     "between its AU and the true noise variance (AU and Δ_ent: heteroscedastic "
+                     "noise modes); 95% bootstrap intervals over datasets. The paper's text "
+                     "gives a mean for a few methods only (paper_mean)."),
+    Artefact("metric_means", "tables/metric_means.csv", "tables", _T + "metric_means",
+             title="Every metric's mean per method",
+             caption="Rank, entanglement, per-shell, predictive (expected NLL and CRPS under "
+                     "y | f*, 90% interval), and risk–regret–coverage metrics (AuReC, AuRC, "
+                     "Pareto gap) per method; the paper reports none of the last three kinds."),
+    Artefact("table7", "tables/table7.csv", "tables", _T + "table7",
+             title="Stability of the method rankings (paper Table 7)",
+             caption="Kendall's W (tie-corrected) across the levels of each factor; each level "
+                     "ranks the methods by their mean rank within its conditions (w_ranks) or "
+                     "by their mean ρ (w_rho). Only methods scored in every condition enter. "
+                     "The paper's W across datasets (0.78 epistemic, 0.89 aleatoric) does not "
+                     "say which variant it is; it is listed under paper_w_ranks."),
+    Artefact("table8", "tables/table8.csv", "tables", _T + "table8",
+             title="Excess entanglement, EU target posterior_excess_risk (paper Table 8)",
+             caption=_ENTANGLEMENT),
+    Artefact("table9", "tables/table9.csv", "tables", _T + "table9",
+             title="Excess entanglement, EU target posterior_variance (paper Table 9)",
+             caption=_ENTANGLEMENT),
+    Artefact("table10", "tables/table10.csv", "tables", _T + "table10",
+             title="Excess entanglement, EU target pointwise_excess_risk (paper Table 10)",
+             caption=_ENTANGLEMENT),
+    Artefact("matched_prior", "tables/matched_prior.csv", "tables", _T + "matched_prior",
+             title="Matched-prior comparison (paper Figure 7, App. D.1)",
+             caption="Mean within-condition rank (1 = best ρ(EU, posterior excess risk)) of "
+                     "each method group under its matched oracle and under the others."),
+    Artefact("matched_prior_ranks", "tables/matched_prior_ranks.csv", "tables",
+             _T + "matched_prior_ranks", title="Mean rank per method and oracle engine",
+             caption="Within-condition rank by mean ρ(EU, posterior excess risk), averaged per "
+                     "oracle engine; methods scored in every condition only."),
+    Artefact("shells", "tables/shells.csv", "tables", _T + "shells", title="Per-shell results",
+             caption="ρ on the evaluation points of the outermost coverage shell and on the "
+                     "rest, and the AUROC of EU for telling the outermost shell from the rest, "
+                     "per coverage scenario (under `ood` the outermost shell holds no training "
+                     "input)."),
+    Artefact("rhat_sensitivity", "tables/rhat_sensitivity.csv", "tables",
+             _T + "rhat_sensitivity", title="R̂ sensitivity (paper App. B.7)",
+             caption="Share of point-wise BNN R̂ ≤ 1.01 among the instances in use; Kendall's "
+                     "τ between the method rankings (mean ρ(EU, posterior excess risk)) with "
+                     "and without restricting the BNN tasks to R̂ ≤ 1.01 everywhere, and the "
+                     "largest rank move."),
+    Artefact("noise_shape", "tables/noise_shape.csv", "tables", _T + "noise_shape",
+             title="The truth's own EU–AU coupling",
+             caption="Mean ρ(posterior variance, noise variance) of the ground truth over the "
+                     "heteroscedastic instances (paper: 0.42 over its benchmark)."),
+    Artefact("disentanglement", "tables/disentanglement.csv", "tables",
+             _T + "disentanglement",
+             title="Disentanglement Error (de Jong et al. 2024, corrected)",
+             caption="DE = (|1 − C_aa| + |C_ea| + |C_ae| + |1 − C_ee|)/4 with C_xy the "
+                     "{correlation} correlation across levels between the test-set mean of the "
+                     "method's u_x and the manipulated U_y (U_a = permuted-label fraction, U_e = "
+                     "−log data fraction); 0 is perfect. The *_true columns (GP instances) "
+                     "correlate with the true mean AU/EU of each level instead. Empty when the "
+                     "configuration runs no experiment."),
+    Artefact("metrics_long", "tables/metrics_long.csv", "tables", _T + "metrics_long",
+             shown=False, scale_column=False, title="Every (method, instance, metric)"),
+    Artefact("tables_page", "tables/tables.md", "tables", "postrisk.report.tables:write_tables",
+             kind="page", shown=False, title="Every evaluation table, on one page"),
+    # -- figures: one job each, from the tables ------------------------------------------------
+    Artefact("fig2_mean_rho", "figures/fig2_mean_rho.png", "figure", _F + "mean_rho_figure",
+             kind="figure", reads=("scores",),
+             title="Agreement with the ground truth (paper Figure 2)",
+             caption="Mean Spearman ρ per method between its EU and each EU target (posterior "
+                     "excess risk, posterior variance, point-wise excess risk) and between its "
+                     "AU and the true noise variance (heteroscedastic instances), with 95% "
+                     "bootstrap intervals over datasets; methods ordered by ρ(EU, posterior "
+                     "excess risk) (paper Figure 2)."),
+    Artefact("fig3a_entanglement", "figures/fig3a_entanglement.png", "figure",
+             _F + "entanglement_figure", kind="figure", reads=("table8", "table9"),
+             title="Excess entanglement (paper Figure 3A)",
+             caption="Excess entanglement Δρ = ρ(ÊU, ÂU) − ρ(EU*, AU*) per method for EU as "
+                     "posterior excess risk and as posterior variance, with 95% bootstrap "
+                     "intervals over datasets; hollow markers: the paper's Δρ (paper Figure "
+                     "3A)."),
+    Artefact("fig7_matched_prior", "figures/fig7_matched_prior.png", "figure",
+             _F + "matched_prior_figure", kind="figure", reads=("matched_prior_ranks",),
+             title="Matched-prior comparison (paper Figure 7)",
+             caption="Mean within-condition rank (1 = best ρ(EU, posterior excess risk)) of "
+                     "each method under each oracle engine; methods ordered by their mean rank "
+                     "over the engines (paper Figure 7)."),
+    Artefact("fig8_per_dataset_eu", "figures/fig8_per_dataset_eu.png", "figure",
+             _F + "per_dataset_eu_figure", kind="figure", reads=(CONDITION_SCORES,),
+             title="EU agreement per dataset (paper Figures 8–9)",
+             caption="Mean ρ(EU, posterior excess risk) per method on each dataset, with the "
+                     "range (min–max) over the dataset's instances (per-dataset panels, as the "
+                     "paper's Figures 8–9 show abalone and airfoil)."),
+    Artefact("fig9_per_dataset_au", "figures/fig9_per_dataset_au.png", "figure",
+             _F + "per_dataset_au_figure", kind="figure", reads=(CONDITION_SCORES,),
+             title="AU agreement per dataset (paper Figures 8–9)",
+             caption="Mean ρ(AU, true noise variance) per method on each dataset "
+                     "(heteroscedastic instances), with the range (min–max) over the dataset's "
+                     "instances (per-dataset panels, paper Figures 8–9)."),
+    # -- the rank histograms: figures of the checks job (after the figures in the report) -----
+    Artefact("rank_histograms", "figures/rank_histograms.png", "checks", _CHECKS,
+             kind="figure", shown=False, title="Rank histograms, every family"),
+    Artefact("rank_histograms_prior", "figures/rank_histograms_{prior}.png", "checks", _CHECKS,
+             kind="figure", title="Rank histograms (paper Table 3's calibration check)",
+             caption=_RANK_CAPTION),
+    # -- the report page ----------------------------------------------------------------------
+    Artefact("report", "report/index.html", "report", "postrisk.report.html:write_report",
+             kind="page", shown=False, title="The run's report (open in a browser)"),
+    Artefact("report_manifest", "report/manifest.json", "report",
+             "postrisk.report.html:write_report", kind="file", shown=False,
+             title="What the report shows (its tables' ids, its figures' paths)"),
+    # -- the released suite (rule `release`, not part of the default target) -------------------
+    Artefact("release_instances", "release/{dataset}_{prior}.zip", "release",
+             "postrisk.release.pack:build_release", kind="file", shown=False,
+             title="Every released instance of one (dataset, prior)"),
+    Artefact("release_dataset", "release/{dataset}_dataset.zip", "release",
+             "postrisk.release.pack:build_release", kind="file", shown=False,
+             title="One dataset's covariates, split and constants"),
+    Artefact("release_data_card", "release/DATA_CARD.md", "release",
+             "postrisk.release.pack:build_release", kind="file", shown=False,
+             title="The data card (copied from the checkout)"),
+    Artefact("release_citation", "release/CITATION.cff", "release",
+             "postrisk.release.pack:build_release", kind="file", shown=False,
+             title="The citation file (copied from the checkout)"),
+    Artefact("release_manifest", "release/manifest.json", "release",
+             "postrisk.release.pack:build_release", kind="file", shown=False,
+             title="The release's manifest: every file's and instance's sha256"),
+)
+
+_BY_ID = {a.id: a for a in CATALOGUE}
+if len(_BY_ID) != len(CATALOGUE):
+    raise RuntimeError("two catalogue entries share an id")
+if any(a.stage not in ARTEFACT_STAGES for a in CATALOGUE):
+    raise RuntimeError("a catalogue entry names an unknown stage")
+
+
+def artefact(ident: str) -> Artefact:
+    """The catalogue entry ``ident``; a clear error naming the known ones otherwise."""
+    try:
+        return _BY_ID[ident]
+    except KeyError:
+        raise KeyError(f"unknown artefact {ident!r}; known: {', '.join(_BY_ID)}") from None
+
+
+def stage_artefacts(stage: str) -> list[Artefact]:
+    """The entries one stage writes, in catalogue order."""
+    if stage not in ARTEFACT_STAGES:
+        raise KeyError(f"unknown artefact stage {stage!r}; known: {', '.join(ARTEFACT_STAGES)}")
+    return [a for a in CATALOGUE if a.stage == stage]
+
+
+def figure_ids() -> list[str]:
+    """The figures of the ``figure`` stage (one job each)."""
+    return [a.id for a in stage_artefacts("figure")]
+
+
+def figure_pattern(root: str = "results") -> str:
+    """The ``figure`` stage's PNG path with the figure's id as the wildcard ``{name}``: every
+    entry of the stage is named by its id (its path's stem) in one folder."""
+    patterns = {a.path_of(root).replace(a.id, "{name}") for a in stage_artefacts("figure")}
+    if len(patterns) != 1 or any(a.stem != a.id for a in stage_artefacts("figure")):
+        raise RuntimeError(f"the figure stage's entries must share one folder and be named by "
+                           f"their ids; their paths make {sorted(patterns)}")
+    return patterns.pop()
+
+
+@dataclass(frozen=True)
+class ArtefactFile:
+    """One catalogue entry for one combination of its fields: its path (a figure: the PNG)
+    and every file it writes."""
+
+    entry: Artefact
+    path: str
+    keys: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def files(self) -> list[str]:
+        return figure_files(self.path) if self.entry.kind == "figure" else [self.path]
+
+
+def expand(entry: Artefact, values: Mapping[str, Iterable[object]], root: str = "results"
+           ) -> list[ArtefactFile]:
+    """``entry`` for the configuration: its fields filled with each combination in ``values``
+    (``prior`` → the implemented priors; ``(dataset, prior)`` pairs under the key
+    ``"dataset,prior"`` where an entry has both)."""
+    fields = entry.fields
+    if not fields:
+        return [ArtefactFile(entry, entry.path_of(root))]
+    out = []
+    for combo in values[",".join(fields)]:
+        keys = tuple(zip(fields, combo if isinstance(combo, tuple) else (combo,), strict=True))
+        out.append(ArtefactFile(entry, entry.path_of(root, **dict(keys)), keys))
+    return out
