@@ -38,7 +38,7 @@ GUARD = 1.5
 @pytest.mark.slow
 def test_demo_end_to_end_within_budget(demo, capsys):
     from postrisk.covariates.registry import registry
-    from postrisk.grid import EVALUATION_TABLES, Planner
+    from postrisk.grid import Planner, stage_artefacts
 
     tmp_path = demo
     planner = Planner.from_files(REPO / "config.yaml", REPO / "presets/demo.yaml")
@@ -75,10 +75,11 @@ def test_demo_end_to_end_within_budget(demo, capsys):
     n_valid = planner.config["seeds"]["valid_per_cell"]
     assert (eu.loc[references, "n_instances"] == len(planner.conditions) * n_valid).all()
     assert (eu.loc[methods, "failed_fits"] == 0).all()
-    # every evaluation table, marked with the preset's scale
-    for name in EVALUATION_TABLES:
-        table = pd.read_csv(tmp_path / f"results/tables/{name}.csv")
-        assert len(table) and (table["scale"] == scale).all(), name
+    # every evaluation table of the catalogue, marked with the preset's scale
+    for entry in stage_artefacts("tables"):
+        if entry.kind == "table" and entry.scale_column:
+            table = pd.read_csv(tmp_path / entry.path_of())
+            assert len(table) and (table["scale"] == scale).all(), entry.id
     w = pd.read_csv(tmp_path / "results/tables/table7.csv")
     assert w["paper_w_ranks"].notna().all() and w["w_ranks"].notna().all()
     assert f"{scale} scale" in (tmp_path / "results/tables/tables.md").read_text()
