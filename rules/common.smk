@@ -1,7 +1,6 @@
 # Shared by every stage: the library on the path, config validation, the planner, wildcard
 # constraints, one-line input functions and the guard against a local full run.
 import gc
-import inspect
 import os
 import sys
 from pathlib import Path
@@ -22,6 +21,8 @@ from postrisk.covariates.registry import registry as dataset_registry
 from postrisk.grid import artefact, path
 from postrisk.release import MANIFEST
 from postrisk.tasks import TASK_SCHEMA_VERSION
+from postrisk.workflow import rule_settings
+from postrisk.workflow.rule_settings import inputs_of, jobs_of, resources_of, threads_of
 
 try:
     _validated = grid.validate_config(config)
@@ -57,55 +58,14 @@ def env(family):
     return f"../workflow/envs/{family}.yaml"
 
 
-def per_job(function):
-    """A rule's function of the job. Snakemake inspects such a function's signature each time
-    it calls it (once per job and directive); a precomputed signature turns that into a lookup,
-    which matters on the full grid's 10,000 jobs (benchmarks/plan_time.py)."""
-    function.__signature__ = inspect.signature(function)
-    return function
-
-
-def jobs_of(rule):
-    """A grouped rule's `params.jobs`: the units of the job (postrisk.grid.jobs)."""
-    return per_job(lambda wildcards: rule.job(wildcards).payload)
-
-
-def _per_job(rule, resource):
-    """A constant where every job of the rule asks for the same (no function for Snakemake to
-    evaluate per job: planning time), else the job's own value."""
-    constant = rule.constant(resource)
-    if constant is not None:
-        return constant
-    return per_job(lambda wildcards: getattr(rule.job(wildcards).resources, resource))
-
-
-def threads_of(rule):
-    """A rule's `threads:`: its jobs', from the cost model."""
-    return _per_job(rule, "threads")
-
-
-def resources_of(rule):
-    """A rule's `resources:` (runtime in minutes, mem_mb, gpu): its jobs', from the cost model
-    and the family's or method's accelerator declaration."""
-    return {name: _per_job(rule, name) for name in ("runtime", "mem_mb", "gpu")}
-
-
-def inputs_of(rule):
-    """A grouped rule's `input:`: patterns where its jobs share an input shape, else per job."""
-    if rule.inputs is not None:
-        return rule.inputs
-    return per_job(lambda wildcards: rule.job(wildcards).inputs)
-
-
 def unit_of(stage):
-    """A rule's `params.unit`: the unit of work of one job of a stage that is not batched."""
-    return per_job(lambda wildcards: SIMPLE[stage].unit(wildcards))
+    """`params.unit` of a stage that is not batched: the job's unit of work."""
+    return rule_settings.unit_of(SIMPLE[stage])
 
 
 def inputs_of_unit(stage, field):
-    """One input of a stage that is not batched: a field of the job's unit (a path or a tuple
-    of paths)."""
-    return per_job(lambda wildcards: grid.unit_paths(SIMPLE[stage].unit(wildcards), field))
+    """One input of a stage that is not batched: a field of the job's unit."""
+    return rule_settings.inputs_of_unit(SIMPLE[stage], field)
 
 
 def path_of(ident):

@@ -360,8 +360,9 @@ def disentanglement_units(cfg: Mapping) -> list[DisentanglementUnit]:
 
 
 def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, list[Any]]:
-    """Every stage's units (the stages that have them; ``checks`` and ``aggregate_scores`` are
-    one job over everything), computed once from one seed policy."""
+    """Every stage's units (the stages that have them; ``checks``, ``tables`` and ``report`` are
+    one job over everything, ``figure`` one job per catalogue figure), computed once from one
+    seed policy."""
     policy = policy or SeedPolicy(cfg)
     return {"covariates": covariates_units(cfg), "prior": prior_units(cfg),
             "sample": sample_units(cfg, policy), "posterior": posterior_units(cfg, policy),
