@@ -32,7 +32,7 @@ rule tables:
 rule figure:
     input:
         unpack(figure_tables),
-        scores=figure_scores,
+        **{grid.artefacts.CONDITION_SCORES: figure_scores},
     output:
         png=FIGURE_PNG,
         companions=grid.figure_files(FIGURE_PNG)[1:],

@@ -238,8 +238,8 @@ CATALOGUE: tuple[Artefact, ...] = (
 )
 
 _BY_ID = {a.id: a for a in CATALOGUE}
-if len(_BY_ID) != len(CATALOGUE):
-    raise RuntimeError("two catalogue entries share an id")
+if len(_BY_ID) != len(CATALOGUE) or CONDITION_SCORES in _BY_ID:
+    raise RuntimeError(f"two catalogue entries share an id, or one is named {CONDITION_SCORES}")
 if any(a.stage not in ARTEFACT_STAGES for a in CATALOGUE):
     raise RuntimeError("a catalogue entry names an unknown stage")
 
