@@ -219,6 +219,20 @@ def readme_snippet(marker: str) -> str:
     return block.split("```bash\n", 1)[1].rsplit("```", 1)[0]
 
 
+def test_a_changed_figure_or_table_reruns_only_what_reads_it(smoke, smoke_plan):
+    """The report's stages are separate rules: redoing the figures reruns them and the page;
+    redoing the tables reruns the tables, the figures and the page; nothing upstream."""
+    smoke_config = str(REPO / "presets" / "smoke.yaml")
+    n_figures = len(smoke_plan.rules["figure"][0].jobs)
+    figures = snakemake(smoke, "-n", "--configfile", smoke_config, "--forcerun", "figure")
+    assert figures.returncode == 0, figures.stderr
+    assert job_counts(figures.stdout) == {"figure": n_figures, "report": 1, "all": 1,
+                                          "total": n_figures + 2}
+    tables = snakemake(smoke, "-n", "--configfile", smoke_config, "--forcerun", "tables")
+    assert job_counts(tables.stdout) == {"tables": 1, "figure": n_figures, "report": 1,
+                                         "all": 1, "total": n_figures + 3}
+
+
 def test_release_round_trip(smoke, smoke_plan):
     """The release: packed by the DAG, served on 127.0.0.1, downloaded and loaded by the
     README's snippet as written and by rule `download`; the arrays equal the pipeline's own
