@@ -214,10 +214,10 @@ CATALOGUE: tuple[Artefact, ...] = (
              kind="figure", title="Rank histograms (paper Table 3's calibration check)",
              caption=_RANK_CAPTION),
     # -- the report page ----------------------------------------------------------------------
-    Artefact("report", "report/index.html", "report", "postrisk.report.html:write_report",
+    Artefact("report", "report/index.html", "report", "postrisk.report.scores:write_report_page",
              kind="page", shown=False, title="The run's report (open in a browser)"),
     Artefact("report_manifest", "report/manifest.json", "report",
-             "postrisk.report.html:write_report", kind="file", shown=False,
+             "postrisk.report.scores:write_report_page", kind="file", shown=False,
              title="What the report shows (its tables' ids, its figures' paths)"),
     # -- the released suite (rule `release`, not part of the default target) -------------------
     Artefact("release_instances", "release/{dataset}_{prior}.zip", "release",
