@@ -85,7 +85,7 @@ def companion_files(*idents):
 
 def stage_tables(stage):
     """The ids of a catalogue stage's tables, in catalogue order."""
-    return [a.id for a in grid.stage_artefacts(stage) if a.kind == "table"]
+    return [a.id for a in grid.stage_artefacts(stage, kind="table")]
 
 
 #: The figure stage's output pattern and figures (one job each).

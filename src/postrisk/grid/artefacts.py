@@ -94,6 +94,18 @@ _ENTANGLEMENT = ("Δρ = ρ(EU, AU) − ρ(EU*, AU*) (Spearman over the evaluati
                  "datasets), per oracle engine and per coverage. Δρ > 0: the outputs are more "
                  "coupled than the truth.")
 
+def _page_file(ident: str, path: str, kind: str, title: str) -> Artefact:
+    """A file of the report page (one job writes the page and its manifest)."""
+    return Artefact(ident, path, "report", "postrisk.report.scores:write_report_page",
+                    kind=kind, shown=False, title=title)
+
+
+def _release_file(ident: str, path: str, title: str) -> Artefact:
+    """A file of the released suite (one job packs them all)."""
+    return Artefact(ident, path, "release", "postrisk.release.pack:build_release", kind="file",
+                    shown=False, title=title)
+
+
 #: Every artefact, stage by stage, in the report's order (and the tables' build order).
 CATALOGUE: tuple[Artefact, ...] = (
     # -- checks: one job over every task store ----------------------------------------------
@@ -214,27 +226,20 @@ CATALOGUE: tuple[Artefact, ...] = (
              kind="figure", title="Rank histograms (paper Table 3's calibration check)",
              caption=_RANK_CAPTION),
     # -- the report page ----------------------------------------------------------------------
-    Artefact("report", "report/index.html", "report", "postrisk.report.scores:write_report_page",
-             kind="page", shown=False, title="The run's report (open in a browser)"),
-    Artefact("report_manifest", "report/manifest.json", "report",
-             "postrisk.report.scores:write_report_page", kind="file", shown=False,
-             title="What the report shows (its tables' ids, its figures' paths)"),
+    _page_file("report", "report/index.html", "page", "The run's report (open in a browser)"),
+    _page_file("report_manifest", "report/manifest.json", "file",
+               "What the report shows (its tables' ids, its figures' paths)"),
     # -- the released suite (rule `release`, not part of the default target) -------------------
-    Artefact("release_instances", "release/{dataset}_{prior}.zip", "release",
-             "postrisk.release.pack:build_release", kind="file", shown=False,
-             title="Every released instance of one (dataset, prior)"),
-    Artefact("release_dataset", "release/{dataset}_dataset.zip", "release",
-             "postrisk.release.pack:build_release", kind="file", shown=False,
-             title="One dataset's covariates, split and constants"),
-    Artefact("release_data_card", "release/DATA_CARD.md", "release",
-             "postrisk.release.pack:build_release", kind="file", shown=False,
-             title="The data card (copied from the checkout)"),
-    Artefact("release_citation", "release/CITATION.cff", "release",
-             "postrisk.release.pack:build_release", kind="file", shown=False,
-             title="The citation file (copied from the checkout)"),
-    Artefact("release_manifest", "release/manifest.json", "release",
-             "postrisk.release.pack:build_release", kind="file", shown=False,
-             title="The release's manifest: every file's and instance's sha256"),
+    _release_file("release_instances", "release/{dataset}_{prior}.zip",
+                  "Every released instance of one (dataset, prior)"),
+    _release_file("release_dataset", "release/{dataset}_dataset.zip",
+                  "One dataset's covariates, split and constants"),
+    _release_file("release_data_card", "release/DATA_CARD.md",
+                  "The data card (copied from the checkout)"),
+    _release_file("release_citation", "release/CITATION.cff",
+                  "The citation file (copied from the checkout)"),
+    _release_file("release_manifest", "release/manifest.json",
+                  "The release's manifest: every file's and instance's sha256"),
 )
 
 _BY_ID = {a.id: a for a in CATALOGUE}
@@ -252,11 +257,12 @@ def artefact(ident: str) -> Artefact:
         raise KeyError(f"unknown artefact {ident!r}; known: {', '.join(_BY_ID)}") from None
 
 
-def stage_artefacts(stage: str) -> list[Artefact]:
-    """The entries one stage writes, in catalogue order."""
+def stage_artefacts(stage: str, kind: str | None = None) -> list[Artefact]:
+    """The entries one stage writes (``kind``: only its tables, figures, …), in catalogue
+    order."""
     if stage not in ARTEFACT_STAGES:
         raise KeyError(f"unknown artefact stage {stage!r}; known: {', '.join(ARTEFACT_STAGES)}")
-    return [a for a in CATALOGUE if a.stage == stage]
+    return [a for a in CATALOGUE if a.stage == stage and kind in (None, a.kind)]
 
 
 def figure_ids() -> list[str]:

@@ -105,8 +105,7 @@ class Planner:
     def stage_files(self, stage: str, root: str = "results", *, kind: str | None = None
                     ) -> list[str]:
         """Every file a catalogue stage writes (``kind``: only its tables, figures, …)."""
-        return self.artefact_files(*[a for a in stage_artefacts(stage)
-                                     if kind is None or a.kind == kind], root=root)
+        return self.artefact_files(*stage_artefacts(stage, kind), root=root)
 
     def report_contents(self, root: str = "results") -> list[ArtefactFile]:
         """What the HTML report shows, in catalogue order: every shown table and figure."""

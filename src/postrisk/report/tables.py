@@ -52,9 +52,7 @@ def build_tables(scores: pd.DataFrame, rng: np.random.Generator, *,
     R̂ sensitivity without ``strict``) is left out."""
     inputs = TableInputs(scores, strict, rhat_share, tuple(disentanglement), correlation, n_boot)
     out = []
-    for entry in stage_artefacts("tables"):
-        if entry.kind != "table":
-            continue
+    for entry in stage_artefacts("tables", kind="table"):
         frame = entry.builder()(inputs, rng)
         if frame is not None:
             out.append(Table(entry.id, entry.title,
