@@ -110,6 +110,25 @@ def test_mean_table_skips_not_applicable_and_counts_failures():
     assert table.loc["gp", "ci_low"] == pytest.approx(0.6)  # constant: a point interval
 
 
+def test_only_au_and_entanglement_metrics_average_over_heteroscedastic_noise_alone():
+    # EU-AUROC is 1 on homoscedastic instances and 0.5 on the others: its mean is over all of
+    # them (1/3 homoscedastic: 2/3); the AU scores keep to the heteroscedastic ones
+    scores = _scores(lambda m, *_: BASE[m])
+    hetero = scores["heteroscedastic"].astype(bool)
+    scores["eu_auroc_outer"] = np.where(hetero, 0.5, 1.0)
+    scores["spearman_au_outer"] = np.where(hetero, 0.25, 1.0)
+    from postrisk.evaluation.scoring import aggregate_metrics
+
+    table = aggregate_metrics(scores, np.random.default_rng(0))
+    gp = table[table["method"] == "gp"].set_index("target")
+    assert gp.loc["eu_auroc_outer", "mean"] == pytest.approx(2 / 3)
+    assert gp.loc["eu_auroc_outer", "n_instances"] == 108
+    assert gp.loc["spearman_au_outer", "mean"] == pytest.approx(0.25)
+    assert gp.loc["spearman_au_outer", "n_instances"] == 72
+    assert gp.loc["delta_ent_posterior_excess_risk", "mean"] == pytest.approx(0.3)
+    assert gp.loc["rmse", "n_instances"] == 108
+
+
 def test_rhat_sensitivity_tau_and_rank_moves():
     scores = _scores(lambda m, *_: BASE[m])
     strict = pd.Series(scores["prior"] != "bnn", index=scores.index)

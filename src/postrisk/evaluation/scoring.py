@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -38,48 +40,65 @@ SELECTIVE_TARGETS = ("posterior_excess_risk", "pointwise_excess_risk")
 OUTER_SHELL = 4
 INTERVAL_LEVEL = 0.9
 
-#: Every per-instance score column: name → (framework, better, what it is). "better" is
-#: "higher", "lower" or "zero" (Δ_ent: the truth's own coupling is the goal).
-METRICS: dict[str, tuple[str, str, str]] = {}
+
+
+class Metric(NamedTuple):
+    """What a score column is: its framework, which direction is better ("higher", "lower",
+    "zero" — Δ_ent: the truth's own coupling is the goal — or "target 0.9"), a description, and
+    whether it is averaged over the heteroscedastic noise modes only (a score of the AU, or of
+    the coupling of EU and AU: under homoscedastic noise the true AU is constant)."""
+
+    framework: str
+    better: str
+    description: str
+    heteroscedastic_only: bool = False
+
+
+#: Every per-instance score column: name → :class:`Metric`.
+METRICS: dict[str, Metric] = {}
 for _t in EU_TARGETS:
-    METRICS[f"spearman_eu_{_t}"] = ("rank", "higher", f"Spearman ρ(ÊU, {_t})")
-METRICS["spearman_au"] = ("rank", "higher", "Spearman ρ(ÂU, σ²_ε); heteroscedastic noise only")
+    METRICS[f"spearman_eu_{_t}"] = Metric("rank", "higher", f"Spearman ρ(ÊU, {_t})")
+METRICS["spearman_au"] = Metric("rank", "higher",
+                                "Spearman ρ(ÂU, σ²_ε); heteroscedastic noise only", True)
 for _t in EU_TARGETS:
-    METRICS[f"delta_ent_{_t}"] = ("entanglement", "zero",
-                                  f"Δ_ent = ρ(ÊU, ÂU) − ρ({_t}, σ²_ε)")
-METRICS["rho_eu_au_hat"] = ("entanglement", "zero", "ρ(ÊU, ÂU)")
+    METRICS[f"delta_ent_{_t}"] = Metric("entanglement", "zero",
+                                        f"Δ_ent = ρ(ÊU, ÂU) − ρ({_t}, σ²_ε)", True)
+METRICS["rho_eu_au_hat"] = Metric("entanglement", "zero", "ρ(ÊU, ÂU)", True)
 for _t in EU_TARGETS:
-    METRICS[f"rho_eu_au_true_{_t}"] = ("entanglement", "zero", f"ρ({_t}, σ²_ε) (the truth)")
+    METRICS[f"rho_eu_au_true_{_t}"] = Metric("entanglement", "zero",
+                                             f"ρ({_t}, σ²_ε) (the truth)", True)
 for _t in EU_TARGETS:
     for _part in ("outer", "inner"):
-        METRICS[f"spearman_eu_{_t}_{_part}"] = ("shell", "higher",
-                                                f"Spearman ρ(ÊU, {_t}) on the {_part} points")
+        METRICS[f"spearman_eu_{_t}_{_part}"] = Metric(
+            "shell", "higher", f"Spearman ρ(ÊU, {_t}) on the {_part} points")
 for _part in ("outer", "inner"):
-    METRICS[f"spearman_au_{_part}"] = ("shell", "higher", f"Spearman ρ(ÂU, σ²_ε), {_part}")
-METRICS["eu_auroc_outer"] = ("shell", "higher", "AUROC of ÊU, outermost shell vs the rest")
+    METRICS[f"spearman_au_{_part}"] = Metric("shell", "higher",
+                                             f"Spearman ρ(ÂU, σ²_ε), {_part}", True)
+METRICS["eu_auroc_outer"] = Metric("shell", "higher", "AUROC of ÊU, outermost shell vs the rest")
 METRICS.update({
-    "rmse": ("predictive", "lower", "RMSE of the mean against f*"),
-    "nll": ("predictive", "lower", "expected Gaussian NLL of N(mean, ÂU + ÊU) under y | f*"),
-    "crps": ("predictive", "lower", "expected CRPS of N(mean, ÂU + ÊU) under y | f*"),
-    "coverage90": ("predictive", "target 0.9", "expected coverage of the central 90% interval"),
-    "width90": ("predictive", "lower", "width of the central 90% interval"),
+    "rmse": Metric("predictive", "lower", "RMSE of the mean against f*"),
+    "nll": Metric("predictive", "lower", "expected Gaussian NLL of N(mean, ÂU + ÊU) under y | f*"),
+    "crps": Metric("predictive", "lower", "expected CRPS of N(mean, ÂU + ÊU) under y | f*"),
+    "coverage90": Metric("predictive", "target 0.9",
+                         "expected coverage of the central 90% interval"),
+    "width90": Metric("predictive", "lower", "width of the central 90% interval"),
 })
 for _t in SELECTIVE_TARGETS:
     for _suffix, _what in (("", "AuReC ranking by ÊU"), ("_oracle", "AuReC of the oracle"),
                            ("_random", "AuReC of a random selector"),
                            ("_excess", "AuReC − oracle"),
                            ("_normalised", "(AuReC − oracle)/(random − oracle)")):
-        METRICS[f"aurec_{_t}{_suffix}"] = ("risk-regret", "lower", f"{_what}; E* = {_t}")
+        METRICS[f"aurec_{_t}{_suffix}"] = Metric("risk-regret", "lower", f"{_what}; E* = {_t}")
     for _rank in ("eu", "total"):
-        METRICS[f"aurc_{_rank}_{_t}"] = (
+        METRICS[f"aurc_{_rank}_{_t}"] = Metric(
             "risk-regret", "lower",
             f"AuRC ranking by {'ÊU' if _rank == 'eu' else 'ÂU + ÊU'}; risk A* + {_t}")
-        METRICS[f"aurc_{_rank}_{_t}_normalised"] = ("risk-regret", "lower",
-                                                    f"normalised AuRC ({_rank}); {_t}")
-    METRICS[f"aurc_{_t}_oracle"] = ("risk-regret", "lower", f"AuRC of the oracle; {_t}")
-    METRICS[f"pareto_gap_{_t}"] = ("risk-regret", "lower", f"Pareto gap (IGD+); E* = {_t}")
-    METRICS[f"pareto_gap_{_t}_normalised"] = ("risk-regret", "lower",
-                                              f"Pareto gap on normalised axes; E* = {_t}")
+        METRICS[f"aurc_{_rank}_{_t}_normalised"] = Metric(
+            "risk-regret", "lower", f"normalised AuRC ({_rank}); {_t}")
+    METRICS[f"aurc_{_t}_oracle"] = Metric("risk-regret", "lower", f"AuRC of the oracle; {_t}")
+    METRICS[f"pareto_gap_{_t}"] = Metric("risk-regret", "lower", f"Pareto gap (IGD+); E* = {_t}")
+    METRICS[f"pareto_gap_{_t}_normalised"] = Metric(
+        "risk-regret", "lower", f"Pareto gap on normalised axes; E* = {_t}")
 
 SCORE_COLUMNS = list(METRICS)
 
@@ -206,8 +225,9 @@ def score_condition(tasks: dict[int, Task], fits: dict[str, list[FitRecord]],
 MEAN_RHO_TARGETS = {**{f"eu_{t}": f"spearman_eu_{t}" for t in EU_TARGETS}, "au": "spearman_au",
                     **{f"delta_ent_{t}": f"delta_ent_{t}" for t in EU_TARGETS},
                     "rho_eu_au_hat": "rho_eu_au_hat"}
-#: Targets averaged over the heteroscedastic noise modes only.
-HETEROSCEDASTIC_ONLY = ("au", "rho_eu_au_hat", *(f"delta_ent_{t}" for t in EU_TARGETS))
+#: Targets averaged over the heteroscedastic noise modes only (their metrics' own field).
+HETEROSCEDASTIC_ONLY = tuple(label for label, column in MEAN_RHO_TARGETS.items()
+                             if METRICS[column].heteroscedastic_only)
 
 
 def aggregate_scores(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
@@ -225,9 +245,9 @@ def aggregate_scores(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataF
 def aggregate_metrics(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     """Every score column's mean per method (the rank metrics as in :func:`aggregate_scores`),
     with intervals: the table behind the predictive, risk–regret and per-shell results."""
-    hetero = [m for m in METRICS if "_au" in m or m.startswith(("delta_ent", "rho_eu_au"))]
+    hetero = [name for name, metric in METRICS.items() if metric.heteroscedastic_only]
     return mean_table(scores, {m: m for m in METRICS}, rng, heteroscedastic_only=hetero)
 
 
-__all__ = ["METRICS", "REFERENCE_ROWS", "SCORE_COLUMNS", "aggregate_metrics", "aggregate_scores",
-           "reference_predictions", "score_condition", "score_prediction"]
+__all__ = ["METRICS", "REFERENCE_ROWS", "SCORE_COLUMNS", "Metric", "aggregate_metrics",
+           "aggregate_scores", "reference_predictions", "score_condition", "score_prediction"]

@@ -140,7 +140,7 @@ def matched_prior_ranks(inputs: TableInputs, rng: np.random.Generator) -> pd.Dat
 
 
 def shells(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
-    columns = {c: c for c in METRICS if METRICS[c][0] == "shell"}
+    columns = {c: c for c in METRICS if METRICS[c].framework == "shell"}
     table = T.mean_table(inputs.scores, columns, rng, by=("coverage",),
                          heteroscedastic_only=[c for c in columns if "_au_" in c])
     return _named(table)
