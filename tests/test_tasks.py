@@ -12,7 +12,7 @@ from postrisk.gp.kernels import default_kernel
 from postrisk.priors.gp import GaussianProcessFamily
 from postrisk.tasks import diagnostics
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
-from postrisk.tasks.store import StoreValidationError, validate_store
+from postrisk.tasks.store import TASK_SCHEMA_VERSION, StoreValidationError, validate_store
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +73,8 @@ def test_store_validation_catches_broken_stores(concrete, gp_params):
         validate_store(twin, kind="sample")
     old = sample.copy()
     old.attrs = {**sample.attrs, "schema_version": "2"}
-    with pytest.raises(StoreValidationError, match="schema version '2'.*reads version '3'"
-                                                   ".*Rebuild it"):
+    with pytest.raises(StoreValidationError, match="schema version '2'.*reads version "
+                                                   f"'{TASK_SCHEMA_VERSION}'.*Rebuild it"):
         validate_store(old)
 
 
@@ -93,6 +93,40 @@ def test_noise_parameters_stored_and_mean_matches(concrete, gp_params):
     noise = json.loads(s.attrs["noise_model"])
     assert noise["mode"] == "smooth_monotone" and noise["noise_to_signal"] == 0.23
     assert abs(s["noise_var_eval"].values.mean() - 0.23) < 1e-10
+
+
+def test_stored_rhat_and_ess_are_those_of_the_stored_draws(concrete, tmp_path):
+    """A BNN task store (2 chains, float64 NumPyro draws stored as float32), written and read
+    back: ArviZ on the stored ``posterior_draws`` reshaped by chain gives the stored R̂ and
+    ESS bit for bit."""
+    import warnings
+
+    import arviz as az
+    import xarray as xr
+
+    from postrisk.core.io import open_zarr, write_zarr_atomic
+    from postrisk.priors.bnn import BayesianNeuralNetworkFamily
+
+    params = BayesianNeuralNetworkFamily().fit(
+        "concrete", concrete.x, None, concrete.eval_index,
+        {"hidden": 10, "reference_inputs": 65, "scale_draws": 100}, np.random.default_rng(0))
+    sample = build_sample(TaskKey("concrete", "bnn", "bump", "balanced", 0), concrete, params, 40)
+    task = build_task(sample, {"chains": 2, "warmup": 40, "samples": 20, "target_accept": 0.9,
+                               "max_tree_depth": 10})
+    store = open_zarr(write_zarr_atomic(validate_store(task, kind="task"), tmp_path / "t.zarr"))
+    chains, stored = store.attrs["chains"], store["posterior_draws"].values
+    assert chains == 2 and stored.dtype == np.float32
+    by_chain = xr.Dataset({"f": (("chain", "draw", "eval"),
+                                 stored.reshape(chains, -1, stored.shape[1]))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        rhat = az.rhat(by_chain, method="rank")["f"].values
+        ess = az.ess(by_chain, method="bulk")["f"].values
+    assert np.all(np.isfinite(rhat)) and np.all(np.isfinite(ess))
+    assert np.array_equal(store["rhat"].values, rhat)
+    assert np.array_equal(store["ess"].values, ess)
+    helper_rhat, helper_ess = diagnostics.rhat_and_ess(stored, chains)
+    assert np.array_equal(helper_rhat, rhat) and np.array_equal(helper_ess, ess)
 
 
 # -- simulation-based calibration (docs/design.md, "Reference-posterior checks") ---------------

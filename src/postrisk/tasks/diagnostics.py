@@ -49,8 +49,13 @@ def batch_means_mcse_var(draws: np.ndarray, n_batches: int = N_MCSE_BATCHES) -> 
 
 
 def chain_draws(draws: np.ndarray, chains: int) -> np.ndarray:
-    """Chain-major draws (C·S, P) as an array (C, S, P): chain c is draws c·S … (c+1)·S − 1."""
-    draws = np.asarray(draws, dtype=float)
+    """Chain-major draws (C·S, P) as an array (C, S, P): chain c is draws c·S … (c+1)·S − 1.
+
+    Floating-point draws keep their dtype (float32 stays float32); others become float64.
+    """
+    draws = np.asarray(draws)
+    if not np.issubdtype(draws.dtype, np.floating):
+        draws = draws.astype(float)
     if draws.ndim != 2:
         raise ValueError(f"expected (draws, points), got shape {draws.shape}")
     total, points = draws.shape
@@ -69,6 +74,10 @@ def rhat_and_ess(draws: np.ndarray, chains: int) -> tuple[np.ndarray, np.ndarray
     |θ − median| is), the classic R̂ of both is computed, and the larger is kept. ESS is the bulk
     ESS of the same paper (``arviz.ess(method="bulk")``). A point where every draw is equal gets
     R̂ = 1 and ESS = the number of draws.
+
+    ArviZ works on the draws in their own dtype (:func:`chain_draws`): R̂ and ESS of a task
+    store's float32 ``posterior_draws`` reshaped by chain equal these bit for bit, whereas
+    R̂ of float64 draws differs from R̂ of the same draws rounded to float32.
     """
     import warnings
 
@@ -90,15 +99,24 @@ def rhat_and_ess(draws: np.ndarray, chains: int) -> tuple[np.ndarray, np.ndarray
     return np.where(constant, 1.0, rhat), np.where(constant, total, ess)
 
 
-def instance_point_checks(draws: np.ndarray, f_true: np.ndarray,
-                          chains: int = 1) -> dict[str, np.ndarray]:
+def instance_point_checks(draws: np.ndarray, f_true: np.ndarray, chains: int = 1,
+                          rhat_draws: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per evaluation point: rank of f*, 90% coverage, relative MCSE of σ²_f; with several
-    chains (chain-major draws) also R̂ and ESS (:func:`rhat_and_ess`)."""
+    chains (chain-major draws) also R̂ and ESS (:func:`rhat_and_ess`).
+
+    ``rhat_draws``: the draws R̂ and ESS are computed from (default: ``draws``), the same
+    draws in the same order; task generation passes the float32 draws it stores, so that R̂ and
+    ESS recomputed from a store equal the stored ones exactly. The other checks always use
+    ``draws``.
+    """
     out = {"rank_true": rank_of_truth(draws, f_true),
            "covered90": covered_central(draws, f_true, 0.9),
            "mcse_var": batch_means_mcse_var(draws)}
     if chains > 1:
-        out["rhat"], out["ess"] = rhat_and_ess(draws, chains)
+        source = draws if rhat_draws is None else rhat_draws
+        if np.shape(source) != np.shape(draws):
+            raise ValueError(f"rhat_draws has shape {np.shape(source)}, draws {np.shape(draws)}")
+        out["rhat"], out["ess"] = rhat_and_ess(source, chains)
     return out
 
 

@@ -101,7 +101,9 @@ def build_task(sample: xr.Dataset, settings: dict) -> xr.Dataset:
 
     ``settings``: the family's sampler settings (config ``posterior.<prior>``; GP: ``draws``).
     The task store's ``config_digest`` covers the sample's digest and ``settings``; the sample's
-    own is kept as ``sample_config_digest``.
+    own is kept as ``sample_config_digest``. The draws are stored as float32; R̂ and ESS are
+    computed from that stored array (recomputing them from the store gives the stored values
+    exactly), the other point checks from the float64 draws.
     """
     start = time.perf_counter()
     key = TaskKey.from_attrs(sample.attrs)
@@ -115,7 +117,10 @@ def build_task(sample: xr.Dataset, settings: dict) -> xr.Dataset:
     n_draws = result.draws.shape[0]
     draws_eval = result.draws[:, :n_eval]
     mean, var = result.mean[:n_eval], result.var[:n_eval]
-    checks = instance_point_checks(draws_eval, sample["f_true_eval"].values, result.chains)
+    # stored as float32; R̂ and ESS come from exactly these, so a store reproduces them
+    stored_eval = draws_eval.astype(np.float32)
+    checks = instance_point_checks(draws_eval, sample["f_true_eval"].values, result.chains,
+                                   rhat_draws=stored_eval)
     seconds = time.perf_counter() - start
     rhat = f"; max R̂ {checks['rhat'].max():.3f}" if "rhat" in checks else ""
     logger.info("[%s] posterior (%s): %d draws in %.1f s%s; 90%% coverage %.3f; corr(m, f*) %.3f",
@@ -125,7 +130,7 @@ def build_task(sample: xr.Dataset, settings: dict) -> xr.Dataset:
     extra = {name: (("eval",), values[:n_eval]) for name, values in result.diagnostics.items()}
     extra.update({name: (("eval",), checks[name]) for name in ("rhat", "ess") if name in checks})
     task = sample.assign(
-        posterior_draws=(("draw", "eval"), draws_eval.astype(np.float32)),
+        posterior_draws=(("draw", "eval"), stored_eval),
         posterior_draws_train=(("draw", "train"), result.draws[:, n_eval:].astype(np.float32)),
         posterior_mean=(("eval",), mean.astype(np.float64)),
         posterior_var=(("eval",), var.astype(np.float64)),
