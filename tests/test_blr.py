@@ -44,7 +44,7 @@ def test_declared_interface():
     assert BayesianLinearRegression.display_name == "BLR"
     assert set(BayesianLinearRegression.search_space) == {"evidence", "prior_precision",
                                                           "noise_std"}
-    assert BayesianLinearRegression().get_params() == {
+    assert BayesianLinearRegression().hyperparameters() == {
         "evidence": True, "prior_precision": 1.0, "noise_std": 1.0, "max_iter": 1000,
         "tol": 1e-8}
 

@@ -94,7 +94,7 @@ def test_tuning_grid_narrows_the_tuned_conditions(paper):
     from postrisk.grid import is_tuned, tuned_methods
 
     cond = ("concrete", "gp", "bump", "ood")
-    from postrisk.methods.registry import METHOD_ENTRIES
+    from postrisk.methods.table import METHOD_ENTRIES
 
     assert tuned_methods(paper) == [m for m in paper["methods"] if m in METHOD_ENTRIES]
     assert len(tuned_methods(paper)) == len(METHOD_ENTRIES)

@@ -22,7 +22,7 @@ def _mean_rho() -> pd.DataFrame:
              "constant_au": (NAN, NAN, NAN, NAN)}
     rows = []
     for method, values in means.items():
-        kind = "reference" if method in F.REFERENCES else "method"
+        kind = "reference" if method in F.REFERENCE_ROWS else "method"
         for target, mean in zip(TARGETS, values, strict=True):
             wide = method != "dkl" and not np.isnan(mean)
             rows.append({"method": method, "display_name": F.display_name(method), "kind": kind,

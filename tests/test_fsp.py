@@ -8,15 +8,15 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.stats import qmc
 
-from postrisk.methods.nn.network import NetworkSpec, init_network, predict_features, predict_raw
-from postrisk.methods.nn_fsp import (
+from postrisk.methods.nn.fsp import (
     KERNEL_JITTER,
     NeuralFSP,
     context_regulariser,
     fsp_loss,
     prior_kernel,
 )
-from postrisk.methods.nn_laplace import NeuralLaplace, with_bias
+from postrisk.methods.nn.laplace import NeuralLaplace, with_bias
+from postrisk.methods.nn.network import NetworkSpec, init_network, predict_features, predict_raw
 
 SMALL = {"width": 8, "n_blocks": 1, "n_epochs": 3, "batch_size": 16}
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from postrisk.methods.nn.backbone import apply_backbone
-from postrisk.methods.nn.laplace import LastLayerPosterior, last_layer_precision
+from postrisk.methods.nn.last_layer import LastLayerPosterior, last_layer_precision
 from postrisk.methods.nn.network import (
     NetworkSpec,
     gaussian_members,
@@ -72,7 +72,7 @@ def test_bad_inputs_are_refused():
 
 
 def test_nn_lap_eu_is_the_variance_of_sampled_last_layer_means():
-    from postrisk.methods.nn_laplace import NeuralLaplace, SpectralNeuralLaplace, with_bias
+    from postrisk.methods.nn.laplace import NeuralLaplace, SpectralNeuralLaplace, with_bias
 
     rng = np.random.default_rng(0)
     x = rng.uniform(-2, 2, (40, 2))

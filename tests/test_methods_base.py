@@ -24,7 +24,15 @@ from postrisk.methods import (
     run_fit,
 )
 from postrisk.methods.interface import validate_search_space
-from postrisk.methods.registry import DISPLAY_NAMES, METHOD_ENTRIES, METHOD_GROUPS, METHOD_NAMES
+from postrisk.methods.registry import display_name
+from postrisk.methods.table import (
+    METHOD_ENTRIES,
+    METHOD_TABLE,
+    REFERENCE_ROWS,
+    MethodEntry,
+    matched_groups,
+    table_entry,
+)
 
 
 # -- throwaway methods ---------------------------------------------------------------------
@@ -101,7 +109,8 @@ def data():
 def test_hyper_parameters_are_constructor_keywords_stored_as_attributes():
     m = _Good(scale=2.5, random_state=3, n_threads=2)
     assert (m.scale, m.act, m.random_state, m.n_threads) == (2.5, "tanh", 3, 2)
-    assert m.get_params() == {"scale": 2.5, "act": "tanh"}
+    assert m.hyperparameters() == {"scale": 2.5, "act": "tanh"}
+    assert m.get_params() == {"scale": 2.5, "act": "tanh", "random_state": 3, "n_threads": 2}
     with pytest.raises(TypeError, match=r"unknown hyper-parameter.*'width'.*allowed: act, scale"):
         _Good(width=3)
 
@@ -120,21 +129,31 @@ def test_search_space_declarations_are_checked():
 
 
 def test_registry():
-    assert list(METHODS) == list(METHOD_ENTRIES) and len(METHODS) >= 1
+    assert list(METHODS) == list(METHOD_ENTRIES) and len(METHODS) == 19  # the paper's 19
     assert METHODS["blr"] is BayesianLinearRegression
-    assert set(METHODS) <= set(METHOD_NAMES) and len(METHOD_NAMES) == 19
     assert get_method("blr") is BayesianLinearRegression
     with pytest.raises(KeyError, match="unknown method 'gpx'; implemented: "
                        + ", ".join(sorted(METHOD_ENTRIES))):
         get_method("gpx")
     m = make_method("blr", {"tol": 1e-6}, random_state=4, n_threads=1)
     assert isinstance(m, BayesianLinearRegression) and m.tol == 1e-6 and m.random_state == 4
-    for key, cls in METHODS.items():
-        assert cls.name == key and cls.name in METHOD_NAMES and cls.display_name
-        assert DISPLAY_NAMES[key] == cls.display_name  # the tables' copy agrees
-    assert list(DISPLAY_NAMES) == list(METHOD_NAMES)
-    grouped = [m for _, members in METHOD_GROUPS.values() for m in members]
-    assert sorted(grouped) == sorted(METHOD_NAMES)  # every method in exactly one group
+
+
+def test_the_method_table_names_every_class_and_group():
+    for key, cls in METHODS.items():  # each class takes its names from its row of the table
+        entry = table_entry(key)
+        assert (cls.name, cls.display_name) == (entry.name, entry.display_name) == (
+            key, display_name(key))
+        assert entry.location == f"{cls.__module__}:{cls.__qualname__}" and cls.display_name
+    grouped = [m for _, members in matched_groups().values() for m in members]
+    assert sorted(grouped) == sorted(METHOD_ENTRIES)  # every method in exactly one group
+    assert {prior for prior, _ in matched_groups().values()} == {"gp", "hbart", "bnn"}
+    assert [e.name for e in METHOD_TABLE if e.group == "reference"] == list(REFERENCE_ROWS)
+    assert display_name("knn10") == "10-NN" and display_name("not_a_method") == "not_a_method"
+    with pytest.raises(ValueError, match="unknown group 'boosting'"):
+        MethodEntry("x", "X", "boosting", "m:X")
+    with pytest.raises(ValueError, match="a reference row none"):
+        MethodEntry("x", "X", "reference", "m:X")
 
 
 # -- run_fit -------------------------------------------------------------------------------

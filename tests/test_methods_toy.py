@@ -1,9 +1,9 @@
 """Every implemented method on the fixed 1-D toy, with its stated expectations
 (docs/design.md, "Toy problem").
 
-Each method is fitted with its DEFAULT hyper-parameters (random states 0, 1, 2) through
-``run_fit`` — the workflow's own path — on the toy of ``postrisk.evaluation.toy`` (never retuned to
-pass). Expectations:
+Each method is fitted with its DEFAULT hyper-parameters (random states 0, 1, 2) — a
+``sklearn.base.clone`` of it, through ``run_estimator``, the workflow's own guarded fit — on the
+toy of ``postrisk.evaluation.toy`` (never retuned to pass). Expectations:
 
 * heteroscedastic AU (``vlgp``, ``sngp_het``, the tree and network methods with a variance
   output): Spearman(AU, σ²_ε) ≥ 0.7 on ``in``;
@@ -17,10 +17,11 @@ pass). Expectations:
 
 import pytest
 from scipy import stats
+from sklearn.base import clone
 
 from postrisk.evaluation.toy import toy_behaviour, toy_problem
-from postrisk.methods.registry import implemented_methods
-from postrisk.methods.runner import run_fit
+from postrisk.methods.registry import implemented_methods, make_method
+from postrisk.methods.runner import run_estimator
 
 THRESHOLD_AU = 0.7
 THRESHOLD_EU = 0.8
@@ -135,9 +136,11 @@ def toy():
 @pytest.mark.parametrize("random_state", [0, 1, 2])
 @pytest.mark.parametrize("method", implemented_methods())
 def test_toy_behaviour(method, random_state, toy):
-    record = run_fit(method, {}, toy.x_train, toy.y_train, toy.x_eval,
-                     random_state=random_state, n_threads=2)
+    fitted = clone(make_method(method, random_state=random_state, n_threads=2))
+    record = run_estimator(fitted, toy.x_train, toy.y_train, toy.x_eval)
     assert record.ok, record.error
+    state = set(vars(fitted)) - set(fitted.get_params())  # fitted state ends in "_"
+    assert state and all(k.endswith("_") for k in state), sorted(state)
     got = toy_behaviour(toy, record.mean, record.aleatoric_var, record.epistemic_var)
     if method not in EXPECTED:
         pytest.fail(f"{method}: state its toy expectations in EXPECTED (heteroscedastic AU?, "

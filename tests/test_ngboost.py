@@ -58,11 +58,11 @@ def assert_affine(pred, pred_scaled):
 def test_declared_interface():
     assert (NGBoostNIG.name, NGBoostNIG.display_name) == ("ngboost_nig", "NGBoost-NIG")
     assert (NGBoostBag.name, NGBoostBag.display_name) == ("ngboost_bag", "NGBoost-Bag")
-    assert NGBoostNIG().get_params() == {
+    assert NGBoostNIG().hyperparameters() == {
         "n_estimators": 400, "learning_rate": 0.05, "max_depth": 4, "minibatch_frac": 1.0,
         "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1}
     assert set(NGBoostNIG.search_space) == set(NGBoostNIG.defaults)
-    assert NGBoostBag().get_params() == {
+    assert NGBoostBag().hyperparameters() == {
         "n_estimators": 500, "learning_rate": 0.01, "max_depth": 3, "minibatch_frac": 1.0,
         "col_sample": 1.0, "natural_gradient": True, "n_regressors": 10,
         "sample_fraction": 0.8, "replace": False, "standardize_y": True}

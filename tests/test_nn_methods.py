@@ -10,6 +10,9 @@ import pytest
 from postrisk.methods.ensemble import reduce_members
 from postrisk.methods.interface import Prediction
 from postrisk.methods.nig import evidential_regulariser, nig_nll
+from postrisk.methods.nn.deup import NeuralDEUP, deup_epistemic
+from postrisk.methods.nn.edl import NeuralEvidentialRegression, evidential_loss
+from postrisk.methods.nn.ensembles import MCDropout, NeuralBag, NeuralEnsemble
 from postrisk.methods.nn.heads import EVIDENCE_EPS
 from postrisk.methods.nn.method import NETWORK_DEFAULTS, SN_COEFF_SPACE, NeuralNetworkMethod
 from postrisk.methods.nn.network import (
@@ -20,9 +23,6 @@ from postrisk.methods.nn.network import (
     predict_raw,
 )
 from postrisk.methods.nn.train import loop_compilations, nadamw, train
-from postrisk.methods.nn_deup import NeuralDEUP, deup_epistemic
-from postrisk.methods.nn_edl import NeuralEvidentialRegression, evidential_loss
-from postrisk.methods.nn_ensemble import MCDropout, NeuralBag, NeuralEnsemble
 from postrisk.methods.resampling import member_resamples, member_seeds
 from postrisk.methods.runner import run_fit
 from postrisk.tuning.sweep import tune
@@ -59,7 +59,7 @@ def test_search_spaces_merge_the_shared_space_with_each_methods_own():
         "float", 1e-3, 0.3, "log")
 
     class SpectralEnsemble(NeuralEnsemble):  # a spectrally normalised variant is a setting
-        own_defaults = {"spectral_norm": True}
+        defaults = {"spectral_norm": True}
 
     assert SpectralEnsemble.defaults["spectral_norm"] is True
     assert SpectralEnsemble.defaults["n_members"] == 10  # the parent's own entries are kept

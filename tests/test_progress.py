@@ -123,7 +123,7 @@ def test_job_log_routes_library_lines_and_warnings_and_restores_logging(tmp_path
     root = logging.getLogger()
     handlers, level = list(root.handlers), logging.getLogger("postrisk").level
     captured = getattr(logging, "_warnings_showwarning", None)
-    library = logging.getLogger("postrisk.methods.sngp_het")
+    library = logging.getLogger("postrisk.methods.nn.sngp_het")
     path = tmp_path / "logs" / "job.log"
     for attempt in range(2):  # a second job in the same process starts from a clean state
         with warnings.catch_warnings():
@@ -136,7 +136,7 @@ def test_job_log_routes_library_lines_and_warnings_and_restores_logging(tmp_path
                 warnings.warn("a library warning", RuntimeWarning, stacklevel=1)
                 print("a plain print")
         text = path.read_text()
-        assert f"INFO postrisk.methods.sngp_het: training on n={40 + attempt}\n" in text
+        assert f"INFO postrisk.methods.nn.sngp_het: training on n={40 + attempt}\n" in text
         assert "WARNING thirdparty: third-party warning" in text
         assert "WARNING py.warnings:" in text and "RuntimeWarning: a library warning" in text
         assert "a plain print" in text and "done in" in text

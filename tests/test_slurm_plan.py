@@ -16,7 +16,7 @@ def test_slurm_profile_plans_the_full_grid_with_the_cost_models_resources(tmp_pa
     the threads, runtime and memory of the cost model (exactly what `postrisk plan` reports);
     MCMC posteriors, and only they, ask for a GPU on the GPU partition."""
     from postrisk.grid import Planner
-    from postrisk.methods.registry import METHOD_ENTRIES
+    from postrisk.methods.table import METHOD_ENTRIES
 
     monkeypatch.setenv("SLURM_ACCOUNT", "dummy")
     run = snakemake(tmp_path, "--profile", str(REPO / "profiles" / "slurm"),

@@ -7,13 +7,13 @@ import pytest
 
 from postrisk.evaluation.toy import toy_problem
 from postrisk.methods.nn.backbone import spectral_norms
-from postrisk.methods.nn.laplace import last_layer_precision
-from postrisk.methods.registry import get_method
-from postrisk.methods.runner import run_fit
-from postrisk.methods.sngp_het import (
+from postrisk.methods.nn.last_layer import last_layer_precision
+from postrisk.methods.nn.sngp_het import (
     HeteroscedasticSNGP,
     fast_cos,
 )
+from postrisk.methods.registry import get_method
+from postrisk.methods.runner import run_fit
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +106,8 @@ def test_output_weights_have_one_regulariser_the_laplace_prior():
     import jax.numpy as jnp
 
     from postrisk.methods.nn.backbone import BackboneSpec
+    from postrisk.methods.nn.sngp_het import init_model, weight_decay_mask
     from postrisk.methods.nn.train import nadamw
-    from postrisk.methods.sngp_het import init_model, weight_decay_mask
 
     spec = BackboneSpec(in_dim=2, width=8, depth=1, spectral_norm=True)
     params, _ = init_model(spec, 16, 1.0, 0.01, np.random.default_rng(0))

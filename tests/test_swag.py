@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from postrisk.methods.nn_swag import CALIBRATION_BOUNDS, NeuralSWAG
+from postrisk.methods.nn.swag import CALIBRATION_BOUNDS, NeuralSWAG
 
 SMALL = {"width": 8, "n_blocks": 1, "n_epochs": 3, "batch_size": 16, "n_checkpoints": 4,
          "epochs_per_checkpoint": 2, "n_samples": 16}

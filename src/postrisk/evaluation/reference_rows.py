@@ -24,8 +24,8 @@ from scipy.spatial import cKDTree
 from postrisk.core.arrays import as_matrix, as_vector
 from postrisk.covariates.pools import SHELL_SHRINKAGE, fit_shells
 from postrisk.methods.interface import Prediction
+from postrisk.methods.table import REFERENCE_ROWS
 
-REFERENCE_ROWS = ("oracle", "mahalanobis", "knn10", "constant_au")
 #: Rows whose EU is a distance, not a variance: predictive scores (NLL, CRPS, …) do not apply.
 DISTANCE_ROWS = ("mahalanobis", "knn10")
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from postrisk.evaluation.agreement import kendalls_tau, kendalls_w, rank_moves
 from postrisk.evaluation.posterior_checks import bootstrap_pooled_share
-from postrisk.methods.registry import METHOD_GROUPS
+from postrisk.methods.table import matched_groups
 
 #: Fewest datasets for which a bootstrap interval over datasets is reported.
 MIN_DATASETS = 3
@@ -219,12 +219,12 @@ def matched_prior(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     Ranks within each condition by mean ρ(ÊU, posterior excess risk) over seeds (1 = best),
     averaged per method and oracle engine (first frame: method × prior); per method group, the
     mean rank of its methods under its matched oracle and under the other oracles (second
-    frame; groups: :data:`postrisk.methods.registry.METHOD_GROUPS`).
+    frame; groups: the method table's, :func:`postrisk.methods.table.matched_groups`).
     """
     ranked = within_condition_ranks(condition_means(scores, PRIMARY))
     per_method = ranked.groupby(["method", "prior"], as_index=False)["rank"].mean()
     rows = []
-    for group, (matched, members) in METHOD_GROUPS.items():
+    for group, (matched, members) in matched_groups().items():
         sub = per_method[per_method["method"].isin(members)]
         if sub.empty:
             continue

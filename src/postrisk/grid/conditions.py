@@ -86,7 +86,7 @@ def implemented_priors(cfg: Mapping) -> list[str]:
 def implemented_methods(cfg: Mapping) -> list[str]:
     """The configured methods the workflow can fit: the built-in ones and the outside methods
     (``module:Class`` entries, resolved to names by the config's validation)."""
-    from postrisk.methods.registry import METHOD_ENTRIES
+    from postrisk.methods.table import METHOD_ENTRIES
 
     outside = cfg.get("outside_methods") or {}
     return [m for m in cfg.get("methods", []) if m in METHOD_ENTRIES or m in outside]

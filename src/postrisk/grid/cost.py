@@ -105,7 +105,7 @@ def wants_accelerator(cfg: Mapping, stage: str, name: str) -> bool:
 
         return FAMILY_ENTRIES[name].accelerator
     if stage == "fit":
-        from postrisk.methods.registry import METHOD_ENTRIES
+        from postrisk.methods.table import METHOD_ENTRIES
 
         entry = METHOD_ENTRIES.get(name)  # an outside method declares none: it runs on CPUs
         return bool(entry is not None and entry.accelerator)

@@ -7,7 +7,7 @@ workflow's wildcard constraints and the plan follow.
 
 from __future__ import annotations
 
-from postrisk.methods.registry import METHOD_NAMES
+from postrisk.methods.table import METHOD_ENTRIES
 from postrisk.priors.base import FAMILY_ENTRIES
 from postrisk.tasks.coverage import SCENARIOS
 from postrisk.tasks.noise import SHAPES
@@ -18,5 +18,5 @@ PRIORS: tuple[str, ...] = tuple(FAMILY_ENTRIES)
 NOISE_MODES: tuple[str, ...] = tuple(SHAPES)
 #: Training-sample coverage scenarios (``postrisk.tasks.coverage``).
 COVERAGES: tuple[str, ...] = tuple(SCENARIOS)
-#: The paper's 19 methods (``postrisk.methods.registry``); implemented ones have a class.
-METHODS: tuple[str, ...] = tuple(METHOD_NAMES)
+#: The paper's 19 methods (the method table, ``postrisk.methods.table``).
+METHODS: tuple[str, ...] = tuple(METHOD_ENTRIES)

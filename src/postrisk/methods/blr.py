@@ -48,8 +48,6 @@ class BayesianLinearRegression(UncertaintyMethod):
     ``x_mean_``, ``x_scale_``, ``y_mean_``, ``y_scale_``.
     """
 
-    name: ClassVar[str] = "blr"
-    display_name: ClassVar[str] = "BLR"
     defaults: ClassVar[dict[str, Any]] = {"evidence": True, "prior_precision": 1.0,
                                           "noise_std": 1.0, "max_iter": 1000, "tol": 1e-8}
     search_space: ClassVar[dict[str, tuple]] = {
@@ -65,7 +63,7 @@ class BayesianLinearRegression(UncertaintyMethod):
 
     def _posterior_mean(self, alpha: float, beta: float) -> np.ndarray:
         # m_N = β V diag(1/(α + βe)) Vᵀ Φᵀt
-        return beta * (self._eigvec @ (self._proj_b / (alpha + beta * self._eigval)))
+        return beta * (self._eigvec_ @ (self._proj_b_ / (alpha + beta * self._eigval_)))
 
     # -- interface -----------------------------------------------------------------------
     def fit(self, x: np.ndarray, y: np.ndarray) -> BayesianLinearRegression:
@@ -87,16 +85,16 @@ class BayesianLinearRegression(UncertaintyMethod):
 
         gram = phi.T @ phi
         eigval, eigvec = np.linalg.eigh(gram)
-        self._eigval = np.clip(eigval, 0.0, None)
-        self._eigvec = eigvec
-        self._proj_b = eigvec.T @ (phi.T @ t)
+        self._eigval_ = np.clip(eigval, 0.0, None)
+        self._eigvec_ = eigvec
+        self._proj_b_ = eigvec.T @ (phi.T @ t)
 
         lo, hi = PRECISION_BOUNDS
         alpha, beta = alpha0, 1.0 / noise_std ** 2
         converged = not self.evidence  # fixed α and β: nothing to iterate
         n_iter = 0
         for n_iter in range(1, (max_iter if self.evidence else 0) + 1):  # noqa: B007 - n_iter is used after the loop
-            lam = beta * self._eigval
+            lam = beta * self._eigval_
             m_n = self._posterior_mean(alpha, beta)
             gamma = float(np.sum(lam / (alpha + lam)))
             mm = float(m_n @ m_n)
@@ -119,9 +117,9 @@ class BayesianLinearRegression(UncertaintyMethod):
         self.coef_ = self._posterior_mean(alpha, beta)
         self.n_iter_ = n_iter
         self.converged_ = converged
-        self._n = n
-        self._tt = float(t @ t)
-        self._resid = float(np.sum((t - phi @ self.coef_) ** 2))
+        self._n_ = n
+        self._tt_ = float(t @ t)
+        self._resid_ = float(np.sum((t - phi @ self.coef_) ** 2))
         self.log_evidence_ = self.log_evidence(alpha, beta)
         return self
 
@@ -133,24 +131,24 @@ class BayesianLinearRegression(UncertaintyMethod):
         """
         m_n = self._posterior_mean(alpha, beta)
         if alpha == self.alpha_ and beta == self.beta_:
-            resid = self._resid
+            resid = self._resid_
         else:
             # ‖t − Φm‖² = tᵀt − 2 mᵀΦᵀt + mᵀΦᵀΦm, all in the eigenbasis of ΦᵀΦ
-            proj_m = self._eigvec.T @ m_n
-            resid = max(self._tt - 2 * float(proj_m @ self._proj_b)
-                        + float(np.sum(self._eigval * proj_m ** 2)), 0.0)
-        big_m = self._eigval.size
+            proj_m = self._eigvec_.T @ m_n
+            resid = max(self._tt_ - 2 * float(proj_m @ self._proj_b_)
+                        + float(np.sum(self._eigval_ * proj_m ** 2)), 0.0)
+        big_m = self._eigval_.size
         e_mn = 0.5 * beta * resid + 0.5 * alpha * float(m_n @ m_n)
-        logdet_a = float(np.sum(np.log(alpha + beta * self._eigval)))
-        return (0.5 * big_m * math.log(alpha) + 0.5 * self._n * math.log(beta) - e_mn
-                - 0.5 * logdet_a - 0.5 * self._n * math.log(2 * math.pi))
+        logdet_a = float(np.sum(np.log(alpha + beta * self._eigval_)))
+        return (0.5 * big_m * math.log(alpha) + 0.5 * self._n_ * math.log(beta) - e_mn
+                - 0.5 * logdet_a - 0.5 * self._n_ * math.log(2 * math.pi))
 
     def predict(self, x: np.ndarray) -> Prediction:
         x = as_inputs(x, self.x_mean_.shape[0])
         phi = self._features(x)
         mean = self.y_scale_ * (phi @ self.coef_) + self.y_mean_
-        proj = phi @ self._eigvec
-        latent = np.sum(proj ** 2 / (self.alpha_ + self.beta_ * self._eigval), axis=1)
+        proj = phi @ self._eigvec_
+        latent = np.sum(proj ** 2 / (self.alpha_ + self.beta_ * self._eigval_), axis=1)
         s2 = self.y_scale_ ** 2
         aleatoric = np.full(x.shape[0], s2 / self.beta_)
         return Prediction(mean=mean, aleatoric_var=aleatoric, epistemic_var=s2 * latent)

@@ -97,13 +97,13 @@ class _CatBoostMethod(UncertaintyMethod):
         x, y = as_training_data(x, y)
         scaler = Standardizer.fit(x, y, standardize_inputs=False,
                                   standardize_targets=bool(self.standardize_y))
-        self._scaler = scaler
+        self.standardizer_ = scaler
         self.y_mean_, self.y_scale_ = scaler.y_mean, scaler.y_scale
         self.n_features_ = x.shape[1]
         return x, scaler.target(y)
 
     def _inputs(self, x: Any) -> np.ndarray:
-        if not hasattr(self, "_scaler"):
+        if not hasattr(self, "standardizer_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted; call fit first")
         return as_inputs(x, self.n_features_)
 
@@ -146,8 +146,6 @@ class CatBoostPS(_CatBoostMethod):
     ``y_scale_``, ``n_features_``.
     """
 
-    name: ClassVar[str] = "catboost_ps"
-    display_name: ClassVar[str] = "CatBoost-PS"
     defaults: ClassVar[dict[str, Any]] = {
         "iterations": 300, "learning_rate": 0.1, "depth": 6, "l2_leaf_reg": 3.0,
         "random_strength": 1.0, "bagging_temperature": 1.0, "n_regressors": 10,
@@ -204,7 +202,7 @@ class CatBoostPS(_CatBoostMethod):
 
     def predict(self, x: np.ndarray) -> Prediction:
         means, variances = self.member_outputs(x)
-        return self._scaler.prediction_to_target(reduce_members(means, variances))
+        return self.standardizer_.prediction_to_target(reduce_members(means, variances))
 
 
 class CatBoostKGB(_CatBoostMethod):
@@ -246,8 +244,6 @@ class CatBoostKGB(_CatBoostMethod):
     ``n_features_``.
     """
 
-    name: ClassVar[str] = "catboost_kgb"
-    display_name: ClassVar[str] = "CatBoost-KGB"
     defaults: ClassVar[dict[str, Any]] = {
         "posterior_iterations": 900, "prior_iterations": 100, "learning_rate": 0.1, "depth": 6,
         "sigma": 0.1, "delta": 0.01, "random_strength": 0.1, "eps": 1e-4, "n_regressors": 10,
@@ -325,4 +321,4 @@ class CatBoostKGB(_CatBoostMethod):
         pred = reduce_members(self.sampled_functions(x))
         pred = Prediction(mean=pred.mean, aleatoric_var=np.full(pred.mean.shape, self.noise_var_),
                           epistemic_var=pred.epistemic_var)
-        return self._scaler.prediction_to_target(pred)
+        return self.standardizer_.prediction_to_target(pred)

@@ -180,8 +180,6 @@ class DeepKernelLearning(UncertaintyMethod):
     and otherwise deterministic). Progress is logged about every 10% of the iterations.
     """
 
-    name: ClassVar[str] = "dkl"
-    display_name: ClassVar[str] = "DKL"
     #: 2: the shared backbone's initial biases are random (were zero).
     implementation_version: ClassVar[int] = 2
     defaults: ClassVar[dict[str, Any]] = {

@@ -72,8 +72,6 @@ class ExactGP(UncertaintyMethod):
     (of the fitted rows, ``None`` when fixed), ``scaler_``, ``fit_seconds_``.
     """
 
-    name: ClassVar[str] = "gp"
-    display_name: ClassVar[str] = "GP"
     defaults: ClassVar[dict[str, Any]] = {
         "nu": 2.5,
         "restarts": 0,
@@ -144,7 +142,7 @@ class ExactGP(UncertaintyMethod):
         self.signal_var_, self.noise_var_, self.mean_ = signal_var, noise_var, mean
         self.hyperparameters_ = {"kernel": kernel.to_dict(), "signal_var": signal_var,
                                  "noise_var": noise_var, "mean": mean}
-        self._predictor = posterior_predictor(kernel, math.sqrt(signal_var), u, t - mean,
+        self._predictor_ = posterior_predictor(kernel, math.sqrt(signal_var), u, t - mean,
                                               np.full(n, noise_var))
         self.fit_seconds_ = time.perf_counter() - t0
         logger.info("gp: n=%d, d=%d, nu=%s: noise_var %.4g, signal_var %.4g (standardised "
@@ -152,10 +150,10 @@ class ExactGP(UncertaintyMethod):
         return self
 
     def predict(self, x: np.ndarray) -> Prediction:
-        if not hasattr(self, "_predictor"):
+        if not hasattr(self, "_predictor_"):
             raise RuntimeError("gp: call fit before predict")
         u = self._inputs(as_inputs(x, self.scaler_.n_features))
-        mean, var = self._predictor(u)
+        mean, var = self._predictor_(u)
         return self.scaler_.prediction_to_target(Prediction(
             mean=mean + self.mean_, aleatoric_var=np.full(u.shape[0], float(self.noise_var_)),
             epistemic_var=var))

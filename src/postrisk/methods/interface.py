@@ -11,6 +11,7 @@ class attribute ``search_space``; every hyper-parameter and its default is decla
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,10 +19,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from postrisk.methods.table import entry_at
+
 PREDICTION_FIELDS = ("mean", "aleatoric_var", "epistemic_var")
 #: Names a hyper-parameter may not take (they are attributes of every method).
 _RESERVED = frozenset({"random_state", "n_threads", "name", "display_name", "search_space",
-                       "defaults", "implementation_version", "fit", "predict", "get_params"})
+                       "defaults", "implementation_version", "fit", "predict", "get_params",
+                       "set_params", "hyperparameters"})
 
 
 @dataclass(frozen=True)
@@ -94,16 +98,30 @@ def check_hyperparameters(method_cls: type[UncertaintyMethod], names: Iterable[s
 
 
 class UncertaintyMethod(ABC):
-    """Base class of every uncertainty method (docs/design.md, "Methods").
+    """Base class of every uncertainty method: a scikit-learn estimator (docs/methods.md).
 
-    Subclasses set ``name`` (registry name), ``display_name`` (as in the paper's tables),
-    ``defaults`` (every hyper-parameter with its default value) and ``search_space`` (the subset
-    that tuning searches; see :func:`validate_search_space`), and implement ``fit`` and
-    ``predict``. ``implementation_version`` is bumped whenever a change to the method's code
-    changes what it predicts: a tuning sweep is identified by it (with its data and search
-    space), so sweeps of the old code are set aside rather than continued. The constructor
-    accepts exactly the declared hyper-parameters as keywords and stores each as an attribute
-    of the same name; :meth:`get_params` returns them.
+    A subclass declares its hyper-parameters once, as ``defaults`` (name → default value) with
+    ``search_space`` beside it (the subset that tuning searches; see
+    :func:`validate_search_space`); a subclass of a method declares only what it adds or
+    changes, and the parents' declarations are merged in (in their order). From the declaration
+    each class gets its constructor: keyword-only parameters, one per hyper-parameter with its
+    default, then ``random_state`` (0) and ``n_threads`` (1); each is stored unchanged as the
+    attribute of the same name (no validation or conversion: :meth:`fit` does that), so
+    :meth:`get_params` (with ``deep``), :meth:`set_params` and ``sklearn.base.clone`` behave as
+    for any scikit-learn estimator. Fitted state lives in attributes ending in ``_``.
+
+    A built-in method's ``name`` (registry name) and ``display_name`` (as in the paper's
+    tables) come from its row of the method table (:mod:`postrisk.methods.table`); any other
+    subclass sets them itself. ``implementation_version`` is bumped whenever a change to the
+    method's code changes what it predicts: a tuning sweep is identified by it (with its data
+    and search space), so sweeps of the old code are set aside rather than continued.
+
+    Why not ``sklearn.base.BaseEstimator``: the light install (loading and evaluating the
+    released suite) has no scikit-learn, and the methods it evaluates (BLR, outside methods)
+    subclass this class. :meth:`get_params` and :meth:`set_params` follow BaseEstimator's
+    definitions (parameter names from the constructor's signature, sorted; ``deep`` descends
+    into parameters that are estimators; ``set_params`` takes ``component__param`` keys); a test
+    checks them against scikit-learn's own.
     """
 
     name: ClassVar[str]
@@ -114,20 +132,32 @@ class UncertaintyMethod(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        reserved = _RESERVED.intersection(cls.defaults)
+        defaults: dict[str, Any] = {}
+        space: dict[str, tuple] = {}
+        for klass in reversed(cls.__mro__):  # a subclass adds to (or changes) its parents'
+            defaults.update(klass.__dict__.get("defaults", {}))
+            space.update(klass.__dict__.get("search_space", {}))
+        reserved = _RESERVED.intersection(defaults)
         if reserved:
             raise TypeError(f"{cls.__name__}: hyper-parameter names {sorted(reserved)} are "
                             "reserved")
+        cls.defaults = defaults
+        cls.search_space = cls._arrange_search_space(space)
         validate_search_space(cls.search_space, cls.defaults, owner=cls.__name__)
+        entry = entry_at(f"{cls.__module__}:{cls.__qualname__}")
+        if entry is not None and "name" not in cls.__dict__:
+            cls.name, cls.display_name = entry.name, entry.display_name
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = _constructor(cls)
 
-    def __init__(self, *, random_state: int = 0, n_threads: int = 1, **hyper: Any) -> None:
-        check_hyperparameters(type(self), hyper, type(self).__name__, error=TypeError)
-        if int(n_threads) < 1:
-            raise ValueError(f"n_threads must be >= 1, got {n_threads!r}")
-        self.random_state = int(random_state)
-        self.n_threads = int(n_threads)
-        for key, default in self.defaults.items():
-            setattr(self, key, hyper.get(key, default))
+    @classmethod
+    def _arrange_search_space(cls, space: dict[str, tuple]) -> dict[str, tuple]:
+        """The merged search space as the class searches it (a base class may add entries that
+        follow from the defaults, or fix their order: the order of the sweep's suggestions)."""
+        return space
+
+    def __init__(self, **params: Any) -> None:
+        _store_params(self, params)
 
     @abstractmethod
     def fit(self, x: np.ndarray, y: np.ndarray) -> UncertaintyMethod:
@@ -137,13 +167,85 @@ class UncertaintyMethod(ABC):
     def predict(self, x: np.ndarray) -> Prediction:
         """Mean, AU and EU at inputs ``x`` (m, d), each of shape (m,) in target units."""
 
-    def get_params(self) -> dict[str, Any]:
-        """The hyper-parameters (every key of ``defaults``) with their current values.
+    # -- the scikit-learn estimator contract ---------------------------------------------
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """The constructor's parameter names, sorted (as scikit-learn's BaseEstimator)."""
+        return sorted(p.name for p in inspect.signature(cls.__init__).parameters.values()
+                      if p.name != "self" and p.kind != p.VAR_KEYWORD)
 
-        ``random_state`` and ``n_threads`` are run settings, not part of the configuration.
-        """
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Every constructor parameter (the hyper-parameters, ``random_state``, ``n_threads``)
+        with its value; with ``deep``, also ``name__key`` for a parameter that is an
+        estimator."""
+        out: dict[str, Any] = {}
+        for key in self._get_param_names():
+            value = getattr(self, key)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{key}__{k}", v) for k, v in value.get_params().items())
+            out[key] = value
+        return out
+
+    def set_params(self, **params: Any) -> UncertaintyMethod:
+        """Set constructor parameters (``name__key`` for a parameter that is an estimator);
+        ``ValueError`` naming the valid ones for any other name. Returns ``self``."""
+        if not params:
+            return self
+        valid = self.get_params(deep=True)
+        nested: dict[str, dict[str, Any]] = {}
+        for key, value in params.items():
+            key, sep, sub_key = key.partition("__")
+            if key not in valid:
+                raise ValueError(f"Invalid parameter {key!r} for estimator {self}. Valid "
+                                 f"parameters are: {self._get_param_names()!r}.")
+            if sep:
+                nested.setdefault(key, {})[sub_key] = value
+            else:
+                setattr(self, key, value)
+                valid[key] = value
+        for key, sub_params in nested.items():
+            valid[key].set_params(**sub_params)
+        return self
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """The hyper-parameters (every key of ``defaults``, in declaration order) with their
+        current values: the configuration a fit record and a tuning result store (the run
+        settings ``random_state`` and ``n_threads`` are not part of it)."""
         return {key: getattr(self, key) for key in self.defaults}
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.hyperparameters().items())
         return f"{type(self).__name__}({args})"
+
+
+#: The run settings every method's constructor takes after its hyper-parameters (not
+#: hyper-parameters: a fit record's configuration leaves them out).
+RUN_SETTINGS = {"random_state": 0, "n_threads": 1}
+
+
+def _store_params(method: UncertaintyMethod, params: dict[str, Any]) -> None:
+    """Store the constructor's keywords unchanged (defaults for those not given); an unknown
+    name is a ``TypeError`` listing the declared hyper-parameters."""
+    cls = type(method)
+    check_hyperparameters(cls, set(params) - set(RUN_SETTINGS), cls.__name__, error=TypeError)
+    for key, default in {**cls.defaults, **RUN_SETTINGS}.items():
+        setattr(method, key, params.get(key, default))
+
+
+def _constructor(cls: type[UncertaintyMethod]):
+    """``cls.__init__``: keyword-only parameters from the declaration (the class docstring),
+    with that signature, so ``inspect.signature``, ``help`` and scikit-learn read them."""
+
+    def __init__(self, **params: Any) -> None:
+        _store_params(self, params)
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    __init__.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(key, keyword, default=value)
+           for key, value in {**cls.defaults, **RUN_SETTINGS}.items()])
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__module__ = cls.__module__
+    __init__.__doc__ = (f"{cls.__name__}'s hyper-parameters (its ``defaults``) and run "
+                        "settings, stored unchanged as attributes.")
+    return __init__

@@ -212,8 +212,6 @@ class NGBoostNIG(UncertaintyMethod):
     ``n_features_``; :meth:`predict_params` gives the NIG parameters in target units.
     """
 
-    name: ClassVar[str] = "ngboost_nig"
-    display_name: ClassVar[str] = "NGBoost-NIG"
     defaults: ClassVar[dict[str, Any]] = {
         "n_estimators": 400, "learning_rate": 0.05, "max_depth": 4, "minibatch_frac": 1.0,
         "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1}
@@ -234,7 +232,7 @@ class NGBoostNIG(UncertaintyMethod):
             col_sample=self.col_sample, natural_gradient=True, random_state=self.random_state)
         model.fit(x, scaler.target(y))
         self.model_ = model
-        self._scaler = scaler
+        self.standardizer_ = scaler
         self.y_mean_, self.y_scale_ = scaler.y_mean, scaler.y_scale
         self.n_features_ = x.shape[1]
         return self
@@ -248,15 +246,15 @@ class NGBoostNIG(UncertaintyMethod):
         """The NIG at ``x`` in target units: {"mu": s_y μ + ȳ, "lam": λ, "alpha": α,
         "beta": s_y² β} (σ² and m scale with s_y² and s_y; λ and α are unit-free)."""
         mu, lam, alpha, beta = nig.nig_from_internal(self._theta(x))
-        return {"mu": self._scaler.mean_to_target(mu), "lam": lam, "alpha": alpha,
-                "beta": self._scaler.var_to_target(beta)}
+        return {"mu": self.standardizer_.mean_to_target(mu), "lam": lam, "alpha": alpha,
+                "beta": self.standardizer_.var_to_target(beta)}
 
     def predict(self, x: np.ndarray) -> Prediction:
         theta = self._theta(x)
         mu, lam, _, _ = nig.nig_from_internal(theta)
         au_std, _ = nig.nig_variances_internal(theta)  # β/(α−1) = e^(θ₄−θ₃), exact as α → 1
-        au = self._scaler.var_to_target(au_std)
-        return Prediction(mean=self._scaler.mean_to_target(mu), aleatoric_var=au,
+        au = self.standardizer_.var_to_target(au_std)
+        return Prediction(mean=self.standardizer_.mean_to_target(mu), aleatoric_var=au,
                           epistemic_var=au / lam)
 
 
@@ -279,8 +277,6 @@ class NGBoostBag(UncertaintyMethod):
     the units they were fitted in.
     """
 
-    name: ClassVar[str] = "ngboost_bag"
-    display_name: ClassVar[str] = "NGBoost-Bag"
     defaults: ClassVar[dict[str, Any]] = {
         "n_estimators": 500, "learning_rate": 0.01, "max_depth": 3, "minibatch_frac": 1.0,
         "col_sample": 1.0, "natural_gradient": True, "n_regressors": 10,
@@ -318,7 +314,7 @@ class NGBoostBag(UncertaintyMethod):
         self.members_ = members
         self.member_rows_ = rows
         self.member_seeds_ = seeds
-        self._scaler = scaler
+        self.standardizer_ = scaler
         self.y_mean_, self.y_scale_ = scaler.y_mean, scaler.y_scale
         self.n_features_ = x.shape[1]
         return self
@@ -332,4 +328,4 @@ class NGBoostBag(UncertaintyMethod):
 
     def predict(self, x: np.ndarray) -> Prediction:
         means, variances = self.member_predictions(x)
-        return self._scaler.prediction_to_target(reduce_members(means, variances))
+        return self.standardizer_.prediction_to_target(reduce_members(means, variances))

@@ -30,14 +30,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from postrisk.methods.interface import Prediction, UncertaintyMethod
+from postrisk.methods.interface import RUN_SETTINGS, Prediction, UncertaintyMethod
 
 #: ``module:Class`` — a dotted module or a ``.py`` file, then a class name.
 LOCATION = re.compile(r"^(?P<module>[^:\s]+):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
 #: A method name: it becomes part of file paths and Snakemake wildcards.
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-#: Constructor keywords that are run settings, not hyper-parameters.
-RUN_SETTINGS = ("random_state", "n_threads")
 
 
 class OutsideMethodError(ValueError):
@@ -152,7 +150,7 @@ def adapt(cls: type, location: str, search_space: dict | None = None) -> type[Un
     hyper = _hyperparameters(cls)
 
     def fit(self, x, y):
-        kwargs = self.get_params()
+        kwargs = self.hyperparameters()
         kwargs.update({k: getattr(self, k) for k in RUN_SETTINGS if k in accepts})
         self.model_ = cls(**kwargs)
         self.model_.fit(x, y)

@@ -1,68 +1,17 @@
-"""Registry of the implemented uncertainty methods (docs/design.md, "Methods").
-
-The full list of the 19 method names is ``postrisk.grid.METHODS``; this registry lists only the
-methods implemented so far.
+"""The registry of methods: the built-in ones of the method table
+(:mod:`postrisk.methods.table`) and the outside methods a configuration names by location
+(docs/methods.md, "Your own method"). Classes are imported on first use, so listing the methods
+(the workflow does it at every start) imports no numerical stack.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from postrisk.core.lazy import Entry
+from postrisk.methods.table import METHOD_ENTRIES, table_entry
 
 if TYPE_CHECKING:
     from postrisk.methods.interface import UncertaintyMethod
-
-#: Registry names of the paper's 19 methods, in the order of its tables.
-METHOD_NAMES = ("blr", "gp", "vlgp", "dkl", "sngp_het", "ngboost_nig", "ngboost_bag",
-                "catboost_ps", "catboost_kgb", "nn_bag", "nn_ens", "nn_drop", "nn_edl", "nn_deup",
-                "nn_lap", "nn_lap_sn", "nn_fsp", "nn_fsp_sn", "nn_swag")
-
-#: Registry name -> the name in the paper's tables (each class's ``display_name``; kept here too
-#: so that tables can print them without importing the numerical stack; a test keeps both equal).
-DISPLAY_NAMES = {
-    "blr": "BLR", "gp": "GP", "vlgp": "VLGP", "dkl": "DKL", "sngp_het": "SNGP-Het",
-    "ngboost_nig": "NGBoost-NIG", "ngboost_bag": "NGBoost-Bag", "catboost_ps": "CatBoost-PS",
-    "catboost_kgb": "CatBoost-KGB", "nn_bag": "NN-Bag", "nn_ens": "NN-Ens", "nn_drop": "NN-Drop",
-    "nn_edl": "NN-EDL", "nn_deup": "NN-DEUP", "nn_lap": "NN-Lap", "nn_lap_sn": "NN-Lap-SN",
-    "nn_fsp": "NN-FSP", "nn_fsp_sn": "NN-FSP-SN", "nn_swag": "NN-SWAG",
-}
-
-#: The method groups of the matched-prior comparison (paper App. D.1, Figure 7) and the prior
-#: family each group is matched to: GP-based methods ↔ the GP oracle, tree ensembles ↔ HBART,
-#: neural networks (SNGP-Het included, as in the paper's Tables 8–10) ↔ the BNN oracle.
-METHOD_GROUPS = {
-    "gp_based": ("gp", ("blr", "gp", "vlgp", "dkl")),
-    "trees": ("hbart", ("ngboost_nig", "ngboost_bag", "catboost_ps", "catboost_kgb")),
-    "neural": ("bnn", ("sngp_het", "nn_bag", "nn_ens", "nn_drop", "nn_edl", "nn_deup", "nn_lap",
-                       "nn_lap_sn", "nn_fsp", "nn_fsp_sn", "nn_swag")),
-}
-
-#: Registry name -> entry (the class's location; ``accelerator=True`` where a method's fit jobs
-#: want a GPU — none of the implemented ones yet). Classes are imported on first use, so listing
-#: the implemented methods (the workflow does it at every start) imports no numerical stack.
-METHOD_ENTRIES: dict[str, Entry] = {
-    "blr": Entry("postrisk.methods.blr:BayesianLinearRegression"),
-    "gp": Entry("postrisk.methods.gp:ExactGP"),
-    "vlgp": Entry("postrisk.methods.vlgp:VariationalHeteroscedasticGP"),
-    "dkl": Entry("postrisk.methods.dkl:DeepKernelLearning"),
-    "sngp_het": Entry("postrisk.methods.sngp_het:HeteroscedasticSNGP"),
-    "ngboost_nig": Entry("postrisk.methods.ngboost:NGBoostNIG"),
-    "ngboost_bag": Entry("postrisk.methods.ngboost:NGBoostBag"),
-    "catboost_ps": Entry("postrisk.methods.catboost:CatBoostPS"),
-    "catboost_kgb": Entry("postrisk.methods.catboost:CatBoostKGB"),
-    "nn_bag": Entry("postrisk.methods.nn_ensemble:NeuralBag"),
-    "nn_ens": Entry("postrisk.methods.nn_ensemble:NeuralEnsemble"),
-    "nn_drop": Entry("postrisk.methods.nn_ensemble:MCDropout"),
-    "nn_edl": Entry("postrisk.methods.nn_edl:NeuralEvidentialRegression"),
-    "nn_deup": Entry("postrisk.methods.nn_deup:NeuralDEUP"),
-    "nn_lap": Entry("postrisk.methods.nn_laplace:NeuralLaplace"),
-    "nn_lap_sn": Entry("postrisk.methods.nn_laplace:SpectralNeuralLaplace"),
-    "nn_fsp": Entry("postrisk.methods.nn_fsp:NeuralFSP"),
-    "nn_fsp_sn": Entry("postrisk.methods.nn_fsp:SpectralNeuralFSP"),
-    "nn_swag": Entry("postrisk.methods.nn_swag:NeuralSWAG"),
-}
-
 
 #: Outside methods of this process (``postrisk.methods.outside``): name -> class.
 _OUTSIDE: dict[str, type[UncertaintyMethod]] = {}
@@ -118,10 +67,12 @@ def get_method(name: str) -> type[UncertaintyMethod]:
 
 
 def display_name(name: str) -> str:
-    """The name of a method in the tables: the paper's for the built-in methods, the class's
-    ``display_name`` for an outside one, else ``name`` itself."""
-    if name in DISPLAY_NAMES:
-        return DISPLAY_NAMES[name]
+    """The name of a method or reference row in the tables and figures: the method table's for
+    the built-in methods and the reference rows, the class's ``display_name`` for an outside
+    method, else ``name`` itself."""
+    entry = table_entry(name)
+    if entry is not None:
+        return entry.display_name
     if name in _OUTSIDE or name in outside_methods():
         return str(_OUTSIDE[name].display_name)
     return name

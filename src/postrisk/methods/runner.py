@@ -74,33 +74,49 @@ def _failed(label: str, m: int, config: dict, error: str, fit_s: float,
                      config=config, error=error)
 
 
+def _rows(x_eval: Any) -> int:
+    try:
+        return int(np.shape(x_eval)[0])
+    except Exception:  # noqa: BLE001 - never raise
+        return 0
+
+
 def run_fit(method_cls_or_name: type[UncertaintyMethod] | str, config: dict, x_train, y_train,
             x_eval, *, random_state: int, n_threads: int = 1) -> FitRecord:
     """Construct, fit and predict one method; never raises (docs/design.md, "Methods").
 
-    The method is built as ``cls(random_state=..., n_threads=..., **config)``, fitted on
-    (``x_train``, ``y_train``) and asked to predict at ``x_eval`` (m rows), with BLAS/OpenMP
-    pools limited to ``n_threads``. Both phases are timed (``time.perf_counter``). The output is
-    validated by :func:`check_prediction`. Any exception (construction, fit, predict) or
-    invalid output yields status ``"failed"`` with the error text and NaN-filled arrays. The
-    record's ``config`` is the method's full resolved hyper-parameters (defaults included), or
-    the given ``config`` when construction failed.
+    The method is built as ``cls(random_state=..., n_threads=..., **config)`` and handed to
+    :func:`run_estimator`. A construction that raises yields status ``"failed"`` with the error
+    text, NaN-filled arrays and the given ``config``.
     """
     label = _method_label(method_cls_or_name)
     config = dict(config or {})
     try:
-        m = int(np.shape(x_eval)[0])
-    except Exception:  # noqa: BLE001 - never raise
-        m = 0
-    fit_s = predict_s = math.nan
-    phase = "construction"
-    try:
         cls = resolve_method(method_cls_or_name)
         label = cls.name
         method = cls(random_state=random_state, n_threads=n_threads, **config)
-        config = method.get_params()
-        with thread_limit(n_threads):
-            phase = "fit"
+    except Exception as exc:  # noqa: BLE001 - a failed fit never stops the workflow
+        return _failed(label, _rows(x_eval), config,
+                       f"construction raised {type(exc).__name__}: {exc}", math.nan, math.nan)
+    return run_estimator(method, x_train, y_train, x_eval)
+
+
+def run_estimator(method: UncertaintyMethod, x_train, y_train, x_eval) -> FitRecord:
+    """Fit an unfitted method instance (say, a ``sklearn.base.clone``) and predict; never raises.
+
+    It is fitted on (``x_train``, ``y_train``) and asked to predict at ``x_eval`` (m rows), with
+    BLAS/OpenMP pools limited to its ``n_threads``. Both phases are timed
+    (``time.perf_counter``). The output is validated by :func:`check_prediction`. Any exception
+    (fit, predict) or invalid output yields status ``"failed"`` with the error text and
+    NaN-filled arrays. The record's ``config`` is the method's hyper-parameters
+    (:meth:`~postrisk.methods.interface.UncertaintyMethod.hyperparameters`, defaults included).
+    """
+    label, m = str(method.name), _rows(x_eval)
+    config = method.hyperparameters()
+    fit_s = predict_s = math.nan
+    phase = "fit"
+    try:
+        with thread_limit(int(method.n_threads)):
             t0 = time.perf_counter()
             try:
                 method.fit(x_train, y_train)

@@ -179,8 +179,6 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
     and ``fit_seconds_``.
     """
 
-    name: ClassVar[str] = "vlgp"
-    display_name: ClassVar[str] = "VLGP"
     implementation_version: ClassVar[int] = 2  # 2: default num_iters 1,000 (was 500)
     defaults: ClassVar[dict[str, Any]] = {
         "num_inducing": 64,
@@ -270,7 +268,7 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
                             f"vlgp: the ELBO became non-finite at step {done}")
             self.params_ = jax.tree_util.tree_map(np.asarray, params)
         self.elbo_ = -loss
-        self._matern, self._learn_z = matern, learn_z
+        self._matern_, self._learn_z_ = matern, learn_z
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
@@ -281,7 +279,7 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
         if not hasattr(self, "params_"):
             raise RuntimeError("vlgp: call fit before predict")
         u = self._inputs(as_inputs(x, self.scaler_.n_features))
-        _, _, predict = _compiled(self._matern, self._learn_z)
+        _, _, predict = _compiled(self._matern_, self._learn_z_)
         with jax.enable_x64(True):
             params = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=jnp.float64),
                                             self.params_)

@@ -28,13 +28,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from postrisk.grid.artefacts import CONDITION_SCORES, figure_files
-from postrisk.report.style import REFERENCE_DISPLAY, display_name, scale_note
+from postrisk.methods.registry import display_name
+from postrisk.methods.table import REFERENCE_ROWS
+from postrisk.report.style import scale_note
 
 #: Okabe–Ito colours (colour-blind safe), in the order the series use them.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
              "#000000")
 REFERENCE_COLOUR = "0.55"
-REFERENCES = tuple(REFERENCE_DISPLAY)  # oracle, mahalanobis, knn10, constant_au
 #: The targets of Figure 2, with their panel titles.
 RHO_TARGETS = {"eu_posterior_excess_risk": "EU vs posterior excess risk",
                "eu_posterior_variance": "EU vs posterior variance",
@@ -54,7 +55,7 @@ def is_reference(method: str, kind: str | None = None) -> bool:
     """A reference row (oracle, Mahalanobis, 10-NN, constant AU) rather than a fitted method."""
     if kind is not None and isinstance(kind, str):
         return kind == "reference"
-    return method in REFERENCES
+    return method in REFERENCE_ROWS
 
 
 def method_order(frame: pd.DataFrame, value: str, *, ascending: bool = False) -> list[str]:

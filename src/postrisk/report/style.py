@@ -1,5 +1,5 @@
-"""What every figure and table of a run shares: the note on runs below the paper's scale, the
-display names of methods and reference rows, how a cell prints."""
+"""What every figure and table of a run shares: the note on runs below the paper's scale and
+how a cell prints (the display names of methods and reference rows: the method table's)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,6 @@ import numpy as np
 from postrisk.grid.artefacts import figure_files
 
 DEMO_NOTE = "{scale} scale — not comparable to the paper"
-#: The reference rows' names in tables and figures (the methods': their registry's).
-REFERENCE_DISPLAY = {"oracle": "Oracle", "mahalanobis": "Mahalanobis", "knn10": "10-NN",
-                     "constant_au": "Constant AU"}
-
-
-def display_name(method: str) -> str:
-    """A method's or reference row's name in the tables (an outside method's own
-    ``display_name``)."""
-    from postrisk.methods.registry import display_name as method_display_name
-
-    if method in REFERENCE_DISPLAY:
-        return REFERENCE_DISPLAY[method]
-    return method_display_name(method)
 
 
 def format_value(value: object) -> str:

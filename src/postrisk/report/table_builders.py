@@ -25,7 +25,7 @@ from postrisk.evaluation.scoring import (
     aggregate_metrics,
     aggregate_scores,
 )
-from postrisk.report.style import display_name
+from postrisk.methods.registry import display_name
 from postrisk.tasks.validity import RHAT_STRICT
 
 #: The paper's factor names in Table 7, by ours.

@@ -63,9 +63,7 @@ class NeuralDEUP(NeuralNetworkMethod):
     squared errors in target units); ``aleatoric_var_`` (target units); the error network's
     ``error_spec_``, ``error_params_``, ``error_state_``, ``error_history_``."""
 
-    name: ClassVar[str] = "nn_deup"
-    display_name: ClassVar[str] = "NN-DEUP"
-    own_defaults: ClassVar[dict[str, Any]] = {"held_out_fraction": 0.2, "error_epochs": 100}
+    defaults: ClassVar[dict[str, Any]] = {"held_out_fraction": 0.2, "error_epochs": 100}
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> NeuralDEUP:
         x, y = as_training_data(x, y, min_rows=3)

@@ -62,11 +62,9 @@ class NeuralEvidentialRegression(NeuralNetworkMethod):
     """One network with an evidential (NIG) head (module docstring). Fitted attributes:
     ``standardizer_``, ``spec_``, ``params_``, ``state_``, ``history_``."""
 
-    name: ClassVar[str] = "nn_edl"
-    display_name: ClassVar[str] = "NN-EDL"
     head: ClassVar[str] = "evidential"
-    own_defaults: ClassVar[dict[str, Any]] = {"evidential_strength": 0.1}
-    own_search_space: ClassVar[dict[str, tuple]] = {
+    defaults: ClassVar[dict[str, Any]] = {"evidential_strength": 0.1}
+    search_space: ClassVar[dict[str, tuple]] = {
         "evidential_strength": ("float", 1e-3, 0.3, "log")}
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> NeuralEvidentialRegression:

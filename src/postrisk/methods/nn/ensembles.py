@@ -47,10 +47,8 @@ class NeuralEnsemble(NeuralNetworkMethod):
     ≥ 0.93, beyond ≥ 0.91, RMSE on the support 0.030–0.041.
     """
 
-    name: ClassVar[str] = "nn_ens"
-    display_name: ClassVar[str] = "NN-Ens"
     implementation_version: ClassVar[int] = 2  # 2: default learning_rate 5e-4 (was 2e-3)
-    own_defaults: ClassVar[dict[str, Any]] = {"n_members": 10, "learning_rate": 5e-4}
+    defaults: ClassVar[dict[str, Any]] = {"n_members": 10, "learning_rate": 5e-4}
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> NeuralEnsemble:
         return self._fit_gaussian(x, y, n_members=positive_int(self.n_members, "n_members"))
@@ -63,11 +61,9 @@ class NeuralBag(NeuralNetworkMethod):
     """A bag of ``n_members`` networks, each on its own resample (module docstring). Fitted
     attributes as :class:`NeuralEnsemble`, plus ``member_rows_`` (M, ⌊fraction·n⌋)."""
 
-    name: ClassVar[str] = "nn_bag"
-    display_name: ClassVar[str] = "NN-Bag"
-    own_defaults: ClassVar[dict[str, Any]] = {"n_members": 10, "sample_fraction": 0.8,
+    defaults: ClassVar[dict[str, Any]] = {"n_members": 10, "sample_fraction": 0.8,
                                               "replace": False}
-    own_search_space: ClassVar[dict[str, tuple]] = {
+    search_space: ClassVar[dict[str, tuple]] = {
         "sample_fraction": ("float", 0.6, 0.95),
         "replace": ("categorical", [True, False]),
     }
@@ -87,10 +83,8 @@ class MCDropout(NeuralNetworkMethod):
     """One network trained with dropout; ``n_members`` stochastic passes at prediction (module
     docstring). A dropout rate of 0 would make EU ≡ 0, so it is refused."""
 
-    name: ClassVar[str] = "nn_drop"
-    display_name: ClassVar[str] = "NN-Drop"
-    own_defaults: ClassVar[dict[str, Any]] = {"n_members": 128, "dropout": 0.1}
-    own_search_space: ClassVar[dict[str, tuple]] = {"dropout": ("float", 0.05, 0.35)}
+    defaults: ClassVar[dict[str, Any]] = {"n_members": 128, "dropout": 0.1}
+    search_space: ClassVar[dict[str, tuple]] = {"dropout": ("float", 0.05, 0.35)}
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> MCDropout:
         positive_int(self.n_members, "n_members")

@@ -16,7 +16,7 @@ enters twice:
 
    i.e. the paper's n·(mean batch loss) + ½(μ(C) − m(C))ᵀK_CC⁻¹(μ(C) − m(C)) divided by n;
    c = ``context_weight`` (1; 0 gives plain MAP training, tested).
-2. **The posterior**: the last-layer Laplace of :mod:`postrisk.methods.nn_laplace` with the
+2. **The posterior**: the last-layer Laplace of :mod:`postrisk.methods.nn.laplace` with the
    function-space prior's precision in place of τI: with Φ_Z the last-layer features (h, 1) at
    ``n_laplace_context`` = 256 scrambled Halton points Z in the training inputs' bounding box,
 
@@ -41,13 +41,13 @@ from scipy.stats import qmc
 
 from postrisk.gp.kernels import kernel_component
 from postrisk.methods.nn.heads import gaussian_head, pointwise_gaussian_nll
+from postrisk.methods.nn.laplace import LastLayerLaplaceMethod, with_bias
 from postrisk.methods.nn.network import (
     NetworkSpec,
     forward,
     predict_features,
     training_forward,
 )
-from postrisk.methods.nn_laplace import LastLayerLaplaceMethod, with_bias
 
 #: Jitter added to K_CC / K_ZZ (the kernel has unit scale) and the isotropic floor of the
 #: function-space prior precision.
@@ -97,9 +97,7 @@ def fsp_loss(spec: NetworkSpec, n_context: int):
 class NeuralFSP(LastLayerLaplaceMethod):
     """FSP-Laplace on the last layer (module docstring)."""
 
-    name: ClassVar[str] = "nn_fsp"
-    display_name: ClassVar[str] = "NN-FSP"
-    own_defaults: ClassVar[dict[str, Any]] = {"context_weight": 1.0, "n_context": 64,
+    defaults: ClassVar[dict[str, Any]] = {"context_weight": 1.0, "n_context": 64,
                                               "n_laplace_context": 256}
 
     def _fit_map(self, x: np.ndarray, y: np.ndarray) -> None:
@@ -134,6 +132,4 @@ class SpectralNeuralFSP(NeuralFSP):
     """:class:`NeuralFSP` on the spectrally normalised backbone (coefficient 2 by default, as
     NN-Lap-SN)."""
 
-    name: ClassVar[str] = "nn_fsp_sn"
-    display_name: ClassVar[str] = "NN-FSP-SN"
-    own_defaults: ClassVar[dict[str, Any]] = {"spectral_norm": True, "sn_coeff": 2.0}
+    defaults: ClassVar[dict[str, Any]] = {"spectral_norm": True, "sn_coeff": 2.0}

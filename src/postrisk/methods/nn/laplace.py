@@ -4,7 +4,7 @@ The shared network (:mod:`postrisk.methods.nn.network`, Gaussian head μ̃ = w�
 ṽ = (softplus ρ + ε)², standardised units) is trained to its MAP on the shared Gaussian
 objective. Then the mean head's last layer — its weights and bias, φ(x) = (h(x), 1) with h the
 last hidden layer — gets the heteroscedastically weighted Laplace posterior of the shared module
-(:mod:`postrisk.methods.nn.laplace`):
+(:mod:`postrisk.methods.nn.last_layer`):
 
     Λ = τI + Σᵢ φ(xᵢ)φ(xᵢ)ᵀ / v_MAP(xᵢ),    w ~ N(w_MAP, Λ⁻¹),    τ = prior_precision,
 
@@ -30,7 +30,7 @@ import numpy as np
 
 from postrisk.methods.ensemble import reduce_members
 from postrisk.methods.interface import Prediction
-from postrisk.methods.nn.laplace import LastLayerPosterior
+from postrisk.methods.nn.last_layer import LastLayerPosterior
 from postrisk.methods.nn.method import NeuralNetworkMethod, positive_int
 from postrisk.methods.nn.network import gaussian_members, predict_features
 
@@ -50,7 +50,7 @@ class LastLayerLaplaceMethod(NeuralNetworkMethod):
     ``state_``, ``history_``, ``laplace_`` (the last-layer posterior), ``w_map_`` (the mean
     head's weights and bias)."""
 
-    own_defaults: ClassVar[dict[str, Any]] = {"n_samples": 256}
+    defaults: ClassVar[dict[str, Any]] = {"n_samples": 256}
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> LastLayerLaplaceMethod:
         positive_int(self.n_samples, "n_samples")
@@ -89,10 +89,8 @@ class LastLayerLaplaceMethod(NeuralNetworkMethod):
 class NeuralLaplace(LastLayerLaplaceMethod):
     """NN-Lap: the shared Gaussian objective, then the Laplace posterior with prior τI."""
 
-    name: ClassVar[str] = "nn_lap"
-    display_name: ClassVar[str] = "NN-Lap"
-    own_defaults: ClassVar[dict[str, Any]] = {"prior_precision": 1.0}
-    own_search_space: ClassVar[dict[str, tuple]] = {
+    defaults: ClassVar[dict[str, Any]] = {"prior_precision": 1.0}
+    search_space: ClassVar[dict[str, tuple]] = {
         "prior_precision": ("float", 1e-2, 1e2, "log")}
 
     def _fit_map(self, x: np.ndarray, y: np.ndarray) -> None:
@@ -110,6 +108,4 @@ class SpectralNeuralLaplace(NeuralLaplace):
     """:class:`NeuralLaplace` on the spectrally normalised backbone. Its default coefficient is
     2: at c = 1 the backbone under-fits (module docstring)."""
 
-    name: ClassVar[str] = "nn_lap_sn"
-    display_name: ClassVar[str] = "NN-Lap-SN"
-    own_defaults: ClassVar[dict[str, Any]] = {"spectral_norm": True, "sn_coeff": 2.0}
+    defaults: ClassVar[dict[str, Any]] = {"spectral_norm": True, "sn_coeff": 2.0}

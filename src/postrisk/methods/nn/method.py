@@ -1,18 +1,17 @@
 """The base class of the neural methods built on the one network (:mod:`.network`).
 
-:class:`NeuralNetworkMethod` merges, when a subclass is defined,
+:class:`NeuralNetworkMethod` declares the hyper-parameters every network shares
+(:data:`NETWORK_DEFAULTS`: the backbone's width and number of blocks, epochs, batch size,
+NAdamW's learning rate, weight decay and momentum, the activation, the dropout rate, the
+spectral-norm switch and coefficient, the variance bounds) and the shared search space (paper
+App. C.4); each method declares what it adds or changes in its own ``defaults`` and
+``search_space``, merged in by :class:`~postrisk.methods.interface.UncertaintyMethod`. A class
+whose default has spectral normalisation on also searches ``sn_coeff`` (placed after the shared
+entries): a spectrally normalised variant is a setting, not a copy.
 
-- the shared hyper-parameters of every network (:data:`NETWORK_DEFAULTS`: the backbone's width
-  and number of blocks, epochs, batch size, NAdamW's learning rate, weight decay and momentum,
-  the activation, the dropout rate, the spectral-norm switch and coefficient),
-- the shared search space (paper App. C.4; plus ``sn_coeff`` when the class's default has
-  spectral normalisation on: a spectrally normalised variant is a setting, not a copy),
-- the class's ``own_defaults`` and ``own_search_space``,
-
-into the ``defaults`` and ``search_space`` every method declares. It also holds the steps every
-network method repeats: standardising the data, building the spec, the traced optimiser, the
-training call, the seeds of members and dropout passes, and the Gaussian prediction through the
-one reducer with the variance bounds.
+It also holds the steps every network method repeats: standardising the data, building the
+spec, the traced optimiser, the training call, the seeds of members and dropout passes, and the
+Gaussian prediction through the one reducer with the variance bounds.
 
 Seeds: member i is initialised from ``member_seeds(random_state, M)[i]`` and trained with key
 ``jax.random.split(PRNGKey(random_state), M)[i]`` (a single network: seed ``[0]`` and the key
@@ -66,26 +65,22 @@ _PASS_STREAM = 0x5EED
 
 
 class NeuralNetworkMethod(UncertaintyMethod):
-    """A method on the shared network (module docstring). Subclasses set ``own_defaults``,
-    ``own_search_space`` and ``head``, and implement ``fit``/``predict`` with the helpers."""
+    """A method on the shared network (module docstring). Subclasses declare their own
+    ``defaults`` and ``search_space`` (added to the shared ones) and ``head``, and implement
+    ``fit``/``predict`` with the helpers."""
 
-    own_defaults: ClassVar[dict[str, Any]] = {}
-    own_search_space: ClassVar[dict[str, tuple]] = {}
+    defaults: ClassVar[dict[str, Any]] = NETWORK_DEFAULTS
+    search_space: ClassVar[dict[str, tuple]] = SHARED_SEARCH_SPACE
     head: ClassVar[str] = "gaussian"
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        own_defaults: dict[str, Any] = {}
-        own_space: dict[str, tuple] = {}
-        for klass in reversed(cls.__mro__):  # a subclass of a method adds to its parent's
-            own_defaults.update(klass.__dict__.get("own_defaults", {}))
-            own_space.update(klass.__dict__.get("own_search_space", {}))
-        cls.defaults = {**NETWORK_DEFAULTS, **own_defaults}
-        space = dict(SHARED_SEARCH_SPACE)
-        if cls.defaults["spectral_norm"]:
-            space["sn_coeff"] = SN_COEFF_SPACE
-        space.update(own_space)
-        cls.search_space = space
-        super().__init_subclass__(**kwargs)
+    @classmethod
+    def _arrange_search_space(cls, space: dict[str, tuple]) -> dict[str, tuple]:
+        """The shared entries first; then ``sn_coeff`` when spectral normalisation is on by
+        default; then the method's own."""
+        if not cls.defaults["spectral_norm"]:
+            return space
+        shared = {key: spec for key, spec in space.items() if key in SHARED_SEARCH_SPACE}
+        return {**shared, "sn_coeff": space.get("sn_coeff", SN_COEFF_SPACE), **space}
 
     # -- the steps every network method shares -------------------------------------------
     def _standardize(self, x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:

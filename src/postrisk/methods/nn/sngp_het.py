@@ -16,7 +16,7 @@ NAdamW's decoupled weight decay applies to the backbone and the noise head, not 
 (:func:`weight_decay_mask`), so the Laplace step's prior precision is exactly λ.
 
 Laplace step (after training, one pass over the training set, float64; the shared last-layer
-Laplace module :mod:`postrisk.methods.nn.laplace`): Σ⁻¹ = λI + Σᵢ φᵢφᵢᵀ/σ̃²(xᵢ)
+Laplace module :mod:`postrisk.methods.nn.last_layer`): Σ⁻¹ = λI + Σᵢ φᵢφᵢᵀ/σ̃²(xᵢ)
 (heteroscedastic weighting, as the paper states), Σ by Cholesky.
 
 Prediction in target units: mean = s_y μ̃ + m_y, AU = s_y² σ̃²(x), EU = s_y² φ(x)ᵀΣφ(x); the
@@ -46,7 +46,7 @@ from postrisk.methods.nn.backbone import (
     init_backbone,
 )
 from postrisk.methods.nn.heads import gaussian_head, pointwise_gaussian_nll
-from postrisk.methods.nn.laplace import LastLayerPosterior
+from postrisk.methods.nn.last_layer import LastLayerPosterior
 from postrisk.methods.nn.train import nadamw, train
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 
@@ -159,8 +159,6 @@ class HeteroscedasticSNGP(UncertaintyMethod):
     ``spec_``, ``laplace_`` (the last-layer posterior, :class:`LastLayerPosterior`: Σ⁻¹'s lower
     Cholesky factor), ``history_``."""
 
-    name: ClassVar[str] = "sngp_het"
-    display_name: ClassVar[str] = "SNGP-Het"
     #: 2: one regulariser on the output weights (no weight decay on β, β₀); random biases.
     implementation_version: ClassVar[int] = 2
     defaults: ClassVar[dict[str, Any]] = {

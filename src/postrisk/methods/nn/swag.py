@@ -46,12 +46,10 @@ class NeuralSWAG(NeuralNetworkMethod):
     ``swag_mean_``, ``swag_var_`` (parameter pytrees), ``swag_history_``, ``calibration_rows_``,
     ``calibration_factor_``."""
 
-    name: ClassVar[str] = "nn_swag"
-    display_name: ClassVar[str] = "NN-SWAG"
-    own_defaults: ClassVar[dict[str, Any]] = {
+    defaults: ClassVar[dict[str, Any]] = {
         "n_checkpoints": 20, "epochs_per_checkpoint": 10, "swag_lr": 0.01,
         "swag_momentum": 0.9, "calibration_fraction": 0.1, "n_samples": 64}
-    own_search_space: ClassVar[dict[str, tuple]] = {
+    search_space: ClassVar[dict[str, tuple]] = {
         "n_checkpoints": ("int", 10, 40),
         "epochs_per_checkpoint": ("int", 2, 12),
         "swag_lr": ("float", 1e-3, 0.1, "log"),
