@@ -13,6 +13,9 @@ workflow's outputs alone, and to measure how far two runs of the same code diffe
 * CSV tables (scores, checks): equal after dropping timing columns; ``--rho-tolerance dkl=0.01``
   accepts an absolute difference up to ATOL in the numeric columns of that method's rows.
 * JSON files (prior parameters, tuning results): equal after dropping times.
+* ``--rename OLD=NEW`` (repeatable): a name the change renamed on purpose. In tree A, a CSV
+  column, a JSON key or an attribute's JSON key named OLD, and a CSV cell, JSON value or
+  attribute whose whole text is OLD, are read as NEW before comparing.
 
 Prints one line per difference and a summary; exits 1 if anything differs beyond the stated
 tolerances, 0 otherwise. Run-to-run differences of one code version (measure them first) are the
@@ -44,21 +47,26 @@ def _ignored(key: str) -> bool:
     return (key in IGNORED_ATTRS or "seconds" in key or key.endswith("_s"))
 
 
-def _strip(value):
-    """A JSON value without time keys (recursively)."""
+def _strip(value, renames: dict[str, str] | None = None):
+    """A JSON value without time keys (recursively), with ``renames`` applied to its keys and
+    to its string values."""
+    renames = renames or {}
     if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if not _ignored(str(k))}
+        return {renames.get(k, k): _strip(v, renames) for k, v in value.items()
+                if not _ignored(str(k))}
     if isinstance(value, list):
-        return [_strip(v) for v in value]
+        return [_strip(v, renames) for v in value]
+    if isinstance(value, str):
+        return renames.get(value, value)
     return value
 
 
-def _attr_value(value):
+def _attr_value(value, renames: dict[str, str] | None = None):
     if isinstance(value, str):
         try:
-            return _strip(json.loads(value))
+            return _strip(json.loads(value), renames)
         except (json.JSONDecodeError, ValueError):
-            return value
+            return (renames or {}).get(value, value)
     return value
 
 
@@ -88,7 +96,8 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, rtol: float) -> str | None:
             f"{worst:.3g} (tolerance {rtol:g})")
 
 
-def compare_store(path_a: Path, path_b: Path, rtol: float) -> list[str]:
+def compare_store(path_a: Path, path_b: Path, rtol: float,
+                  renames: dict[str, str] | None = None) -> list[str]:
     import xarray as xr
 
     with warnings.catch_warnings():
@@ -112,7 +121,7 @@ def compare_store(path_a: Path, path_b: Path, rtol: float) -> list[str]:
             problems.append(f"{name}: {issue}")
     keys = (set(a.attrs) | set(b.attrs))
     for key in sorted(k for k in keys if not _ignored(k)):
-        if _attr_value(a.attrs.get(key)) != _attr_value(b.attrs.get(key)):
+        if _attr_value(a.attrs.get(key), renames) != _attr_value(b.attrs.get(key)):
             problems.append(f"attribute {key!r}: {str(a.attrs.get(key))[:200]!r} vs "
                             f"{str(b.attrs.get(key))[:200]!r}")
     return problems
@@ -126,8 +135,15 @@ def _read_csv(path: Path) -> pd.DataFrame:
     return frame.drop(columns=[c for c in frame.columns if c in TIMING_COLUMNS])
 
 
-def compare_csv(path_a: Path, path_b: Path, rho_tol: dict[str, float]) -> list[str]:
+def compare_csv(path_a: Path, path_b: Path, rho_tol: dict[str, float],
+                renames: dict[str, str] | None = None) -> list[str]:
     a, b = _read_csv(path_a), _read_csv(path_b)
+    if renames:
+        a = a.rename(columns=renames)
+        for column in a.columns:
+            if a[column].dtype == object:
+                a[column] = a[column].map(lambda v: renames.get(v, v) if isinstance(v, str)
+                                          else v)
     if list(a.columns) != list(b.columns) or a.shape != b.shape:
         return [f"shape/columns differ: {a.shape} {list(a.columns)} vs {b.shape} "
                 f"{list(b.columns)}"]
@@ -155,8 +171,9 @@ def compare_csv(path_a: Path, path_b: Path, rho_tol: dict[str, float]) -> list[s
     return problems
 
 
-def compare_json(path_a: Path, path_b: Path) -> list[str]:
-    a = _strip(json.loads(path_a.read_text()))
+def compare_json(path_a: Path, path_b: Path, renames: dict[str, str] | None = None
+                 ) -> list[str]:
+    a = _strip(json.loads(path_a.read_text()), renames)
     b = _strip(json.loads(path_b.read_text()))
     if a == b:
         return []
@@ -183,7 +200,8 @@ def files(root: Path) -> dict[str, Path]:
 
 
 def compare(root_a: Path, root_b: Path, tolerances: list[tuple[str, float]],
-            rho_tol: dict[str, float]) -> tuple[int, list[str]]:
+            rho_tol: dict[str, float], renames: dict[str, str] | None = None
+            ) -> tuple[int, list[str]]:
     fa, fb = files(root_a), files(root_b)
     lines = []
     for rel in sorted(set(fa) ^ set(fb)):
@@ -192,11 +210,11 @@ def compare(root_a: Path, root_b: Path, tolerances: list[tuple[str, float]],
     for rel in sorted(set(fa) & set(fb)):
         checked += 1
         if rel.endswith(".zarr"):
-            problems = compare_store(fa[rel], fb[rel], _tolerance(rel, tolerances))
+            problems = compare_store(fa[rel], fb[rel], _tolerance(rel, tolerances), renames)
         elif rel.endswith(".csv"):
-            problems = compare_csv(fa[rel], fb[rel], rho_tol)
+            problems = compare_csv(fa[rel], fb[rel], rho_tol, renames)
         else:
-            problems = compare_json(fa[rel], fb[rel])
+            problems = compare_json(fa[rel], fb[rel], renames)
         lines += [f"{rel}: {p}" for p in problems]
     return checked, lines
 
@@ -206,7 +224,7 @@ def _pairs(values: list[str], kind) -> list[tuple[str, float]]:
     for value in values:
         key, _, number = value.rpartition("=")
         if not key:
-            raise SystemExit(f"expected NAME=NUMBER, got {value!r}")
+            raise SystemExit(f"expected NAME=VALUE, got {value!r}")
         out.append((key, kind(number)))
     return out
 
@@ -219,9 +237,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="GLOB=RTOL: relative tolerance for the arrays of matching stores")
     parser.add_argument("--rho-tolerance", action="append", default=[],
                         help="METHOD=ATOL: absolute tolerance in that method's CSV rows")
+    parser.add_argument("--rename", action="append", default=[],
+                        help="OLD=NEW: a name renamed on purpose (read as NEW in tree A)")
     args = parser.parse_args(argv)
+    renames = dict(_pairs(args.rename, str))
     checked, lines = compare(args.results_a, args.results_b, _pairs(args.tolerance, float),
-                             dict(_pairs(args.rho_tolerance, float)))
+                             dict(_pairs(args.rho_tolerance, float)), renames)
     for line in lines:
         print(line)
     print(f"compared {checked} files: "

@@ -28,7 +28,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 
 from postrisk.core.jax_env import use_host_devices  # noqa: E402
-from postrisk.core.progress import terminal_logging  # noqa: E402
+from postrisk.core.logs import terminal_logging  # noqa: E402
 
 PRESETS = {
     # paper scale: n ≈ 2,000, n_eval 1,500, d = 8; a shortened run, extrapolated
@@ -52,11 +52,11 @@ def bnn_benchmark(n: int = 2000, n_eval: int = 1500, d: int = 8, run_chains: int
     import jax
     import numpy as np
 
-    from postrisk.priors.bnn import BayesianNeuralNetworkFamily
+    from postrisk.priors.bnn.prior import BayesianNeuralNetworkPrior
     from postrisk.tasks.diagnostics import rhat_and_ess
 
     rng = np.random.default_rng(seed)
-    fam = BayesianNeuralNetworkFamily()
+    fam = BayesianNeuralNetworkPrior()
     x = rng.uniform(size=(n_eval + n, d))
     eval_index = np.arange(n_eval)
     params = fam.fit("benchmark", x, None, eval_index, FIT_SETTINGS, rng)

@@ -2,7 +2,7 @@
 
 XLA reads the CPU device count once per process, so each configuration runs in its own
 subprocess (``XLA_FLAGS=--xla_force_host_platform_device_count=N``). Each measures a short
-run of :func:`postrisk.priors.hbart.posterior_draws` on a paper-size-ish instance (n = 2,000
+run of :func:`postrisk.priors.hbart.sampler.posterior_draws` on a paper-size-ish instance (n = 2,000
 training rows, n_eval = 1,500, d = 8, 200 trees), after a first run of the same shape that
 absorbs compilation; reported: seconds per run and chain-iterations per second.
 
@@ -27,7 +27,8 @@ def _measure(n_train: int, n_eval: int, d: int, chains: int, warmup: int,
     import jax
     import numpy as np
 
-    from postrisk.priors.hbart import TreePrior, posterior_draws, sample_prior_draws
+    from postrisk.priors.hbart.model import TreePrior, sample_prior_draws
+    from postrisk.priors.hbart.sampler import posterior_draws
 
     prior = TreePrior()
     rng = np.random.default_rng(0)

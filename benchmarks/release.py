@@ -6,7 +6,7 @@
    packed size per (dataset, prior) file and per instance.
 2. Projects the paper-scale suite (13 datasets × 3 priors × 4 noise modes × 2 coverages × 10
    seeds, D = 1,000 draws, Table 4's n and n_eval) from two measured rates: the packed bytes per
-   posterior-draw value (per prior family) and the packed bytes per data row of everything else
+   posterior-draw value (per prior) and the packed bytes per data row of everything else
    in an instance; the per-dataset files from the measured bytes per covariate-store cell. It
    prints the projection against the 50 GB limit, and what the draws at the training inputs
    (not released) would add.
@@ -85,7 +85,7 @@ def main() -> None:
             per = _mb(f["bytes"] / n) if n else ""
             print(f"{f['name']:28s} {n or '':>9} {f['bytes']:>14,} {per:>14s}")
 
-        # rates: bytes per posterior-draw value (per family), bytes per data row otherwise
+        # rates: bytes per posterior-draw value (per prior), bytes per data row otherwise
         draw_bytes, draw_values = defaultdict(int), defaultdict(int)
         row_bytes = rows = 0
         for inst in manifest["instances"]:
@@ -124,7 +124,7 @@ def main() -> None:
         n_instances = len(task_datasets()) * len(PRIORS) * INSTANCES_PER_DATASET_PRIOR
         print(f"projected paper-scale release: {n_instances:,} instances, "
               f"{total / 1e9:.1f} GB = {total / DEFAULT_MAX_BYTES:.2f} of the 50 GB limit "
-              f"(families without a measured rate use the mean rate)")
+              f"(priors without a measured rate use the mean rate)")
         print(f"the draws at the training inputs (not released) would add "
               f"{train_draws / 1e9:.1f} GB ({train_draws / (total + train_draws):.0%} of the "
               f"total with them)")

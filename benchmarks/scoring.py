@@ -3,9 +3,9 @@
 A paper-sized evaluation set (``--n-eval`` points; the paper caps it at 1,500) with exponential
 true A* and E* and a noisy estimate. Measured in the same run:
 
-* the Pareto gap as the pipeline computes it (:func:`postrisk.evaluation.selective.pareto_gap`,
+* the Pareto gap as the pipeline computes it (:func:`postrisk.evaluation.pareto.pareto_gap`,
   exact, with pruning) against the literal definition
-  (:func:`~postrisk.evaluation.selective.pareto_gap_by_definition`, every oracle point against
+  (:func:`~postrisk.evaluation.pareto.pareto_gap_by_definition`, every oracle point against
   every achievable point) at ``--n-definition`` points (the definition's cost does not depend
   on N beyond the sorts, so a smaller N keeps the run short), with their ratio and the largest
   difference of the two results;
@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     from tests.task_helpers import gp_task
 
     from postrisk.evaluation.metrics import score_instance
+    from postrisk.evaluation.pareto import pareto_gap, pareto_gap_by_definition
     from postrisk.evaluation.scoring import score_prediction
-    from postrisk.evaluation.selective import pareto_gap, pareto_gap_by_definition
     from postrisk.methods.interface import Prediction
 
     ah, eh, at, et = _example(args.n_definition)

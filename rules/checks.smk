@@ -4,7 +4,7 @@
 
 
 # Per cell, the seeds whose BNN instance converged (max split-R̂ ≤ 1.05): the first
-# `valid_per_cell` of them are fitted and scored for all three families (App. B.7).
+# `valid_per_cell` of them are fitted and scored for all three priors (App. B.7).
 rule valid_seeds:
     input:
         inputs_of_unit("valid_seeds", "bnn_tasks"),
@@ -33,10 +33,10 @@ rule checks:
         sensitivity=path_of("table3_rhat101"),
         instances=path_of("instances"),
         figure=path_of("rank_histograms"),
-        family_figures=primary_files("rank_histograms_prior"),
+        prior_figures=primary_files("rank_histograms_prior"),
         companions=companion_files("rank_histograms", "rank_histograms_prior"),
     params:
-        family_priors=PLANNER.priors,
+        figure_priors=PLANNER.priors,
         scale=config["scale"],
         n_valid=config["seeds"]["valid_per_cell"],
     log:

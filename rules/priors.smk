@@ -1,4 +1,4 @@
-# Priors (docs/design.md, "Priors"): each family's per-dataset parameters (GP: kernel by
+# Priors (docs/design.md, "Priors"): each prior's per-dataset parameters (GP: kernel by
 # marginal likelihood, then the scale constant; HBART and BNN: their scale constants).
 
 

@@ -32,7 +32,7 @@ for _rule in GROUPED["sample"]:
 
 
 # Reference posteriors: `posterior_exact` (GP) and `posterior_mcmc` (bartz, NumPyro; chains
-# spread over the job's devices). A family that declares an accelerator gets a GPU and the GPU
+# spread over the job's devices). A prior that declares an accelerator gets a GPU and the GPU
 # environment when `accelerator.use` is on (the paper config); JAX memory is allocated on
 # demand so jobs can share a device.
 for _rule in GROUPED["posterior"]:

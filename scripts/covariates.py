@@ -1,6 +1,6 @@
 """Snakemake entry point of rule `covariates`: one dataset's covariate store."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import make_covariates
 
 snakemake = globals()["snakemake"]

@@ -1,6 +1,6 @@
 """Snakemake entry point of rule `disentanglement`: one method's DE experiment on one instance."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import disentanglement_experiment
 
 snakemake = globals()["snakemake"]

@@ -1,6 +1,6 @@
 """Snakemake entry point of rule `download`: fetch and verify a published release."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import download_release
 
 snakemake = globals()["snakemake"]

@@ -1,7 +1,7 @@
 """Snakemake entry point of rule `figure`: one catalogue figure, PNG and PDF."""
 
+from postrisk.core.logs import job_log
 from postrisk.grid.artefacts import CONDITION_SCORES
-from postrisk.workflow.logs import job_log
 from postrisk.workflow.steps import report_figure
 
 snakemake = globals()["snakemake"]

@@ -1,7 +1,7 @@
 """Snakemake entry point of the fit rules: one method on one job's conditions (each: its sweep
 when tuned, then every usable seed)."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import fit_conditions
 
 snakemake = globals()["snakemake"]

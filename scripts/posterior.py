@@ -8,7 +8,7 @@ snakemake = globals()["snakemake"]
 use_host_devices(snakemake.threads)
 share_accelerator_memory()
 
-from postrisk.workflow.logs import job_log  # noqa: E402
+from postrisk.core.logs import job_log  # noqa: E402
 from postrisk.workflow.steps import make_tasks  # noqa: E402
 
 with job_log(snakemake.log[0]):

@@ -1,6 +1,6 @@
 """Snakemake entry point of rule `prior`."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import fit_prior
 
 snakemake = globals()["snakemake"]

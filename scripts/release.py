@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import pack_release
 
 snakemake = globals()["snakemake"]

@@ -1,6 +1,6 @@
 """Snakemake entry point of rule `report`: the HTML page of every shown table and figure."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import report_page
 
 snakemake = globals()["snakemake"]

@@ -1,6 +1,6 @@
 """Snakemake entry point of the sample rules: the sample stores of one job's instances."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import make_samples
 
 snakemake = globals()["snakemake"]

@@ -1,6 +1,6 @@
 """Snakemake entry point of rule `score`: every method and reference row of one condition."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import score_condition_files
 
 snakemake = globals()["snakemake"]

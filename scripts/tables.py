@@ -1,6 +1,6 @@
 """Snakemake entry point of rule `tables`: every evaluation table and the tables page."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import report_tables
 
 snakemake = globals()["snakemake"]

@@ -1,6 +1,6 @@
 """Snakemake entry point of rule `valid_seeds`: a cell's seeds whose BNN instance converged."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import select_seeds
 
 snakemake = globals()["snakemake"]

@@ -1,6 +1,6 @@
 """Snakemake entry point of rule `verify_covariates`: fetch the canonical source and check it."""
 
-from postrisk.workflow.logs import job_log
+from postrisk.core.logs import job_log
 from postrisk.workflow.steps import verify_dataset
 
 snakemake = globals()["snakemake"]

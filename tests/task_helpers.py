@@ -34,7 +34,7 @@ def gp_task(n: int = 80, m: int = 40, d: int = 2, seed: int = 5,
              "prior": "gp", "noise": "bump", "coverage": "random", "seed": 3, "a": a,
              "noise_model": "{}", "n": n, "n_eval": m,
              **(key or {}),
-             "prior_params": json.dumps({"family": "gp", "kernel": kernel.to_dict(), "a": a}),
+             "prior_params": json.dumps({"prior": "gp", "kernel": kernel.to_dict(), "a": a}),
              "noise_to_signal": 0.1, "config_digest": "x", "f_true_sampler": "{}",
              "versions": "{}", "timings": "{}", "sampler_settings": "{}",
              "sample_config_digest": "y", "rank_loglik": 0, "chains": 1}

@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from postrisk.core.progress import terminal_logging
+from postrisk.core.logs import terminal_logging
 
 app = typer.Typer(help=__doc__.split("\n\n")[0], no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False,
@@ -78,23 +78,10 @@ def _config(configfiles: list[Path] | None = None) -> dict:
 
 # -- the workflow -------------------------------------------------------------------------------
 
-def _checkout() -> Path:
-    """The checkout holding the workflow (its Snakefile): this package's own, else the current
-    folder."""
-    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
-        if (root / "Snakefile").is_file() and (root / "rules").is_dir():
-            return root
-    raise FileNotFoundError("the workflow needs a checkout of the postrisk repository (its "
-                            "Snakefile); run this inside one")
-
-
 def _snakemake(args: list[str]) -> int:
-    from importlib.util import find_spec
+    from postrisk.workflow.launch import snakemake_command
 
-    if find_spec("snakemake") is None:
-        return _fail("the workflow needs the pipeline extra: pip install 'postrisk[pipeline]' "
-                     "(a checkout's `make env` installs everything)")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(_checkout() / "Snakefile"), *args]
+    cmd = snakemake_command(args)
     typer.echo("$ " + " ".join(cmd[2:]), err=True)
     return subprocess.run(cmd).returncode
 
@@ -112,14 +99,9 @@ def task(key: Annotated[str, typer.Argument(help="dataset/prior/noise/coverage/s
              help="config files merged over config.yaml (repeatable)")] = None,
          cores: Annotated[int, typer.Option(help="CPU cores for snakemake")] = 2) -> int:
     """Build one task instance (its store and only what it needs) with the workflow."""
-    from postrisk.grid.paths import path
-    from postrisk.tasks.key import TaskKey
+    from postrisk.workflow.launch import task_arguments
 
-    target = path("task", **vars(TaskKey.parse(key)))
-    args = [target, "--cores", str(cores)]
-    if configfile:
-        args += ["--configfile", *map(str, configfile)]
-    return _snakemake(args)
+    return _snakemake(task_arguments(key, cores, configfile))
 
 
 @command()
@@ -143,38 +125,9 @@ def outputs(configfile: ConfigFiles = None,
             ) -> int:
     """Where the outputs of a configuration are, with their headline facts."""
     from postrisk import grid
-    from postrisk.covariates.build import summarize_store
 
-    cfg = _config(configfile)
-    root = str(results)
-    scale = cfg["scale"]
-    note = "" if scale == "paper" else f" ({scale} scale — not comparable to the paper)"
-    typer.echo(f"outputs{note}:")
-    typer.echo(f"  covariates: {Path(root) / 'covariates'}/")
-    for name in grid.covariate_datasets(cfg):
-        store = Path(grid.path("covariates", root, dataset=name))
-        if store.exists():
-            s = summarize_store(store)
-            typer.echo(f"    {store}  d/N = {s['d']}/{s['N']:,}  n_eval = {s['n_eval']:,}  "
-                       f"outermost-shell share (eval) = {s['outer_shell_share_eval']:.3f}")
-        else:
-            typer.echo(f"    {store}  (missing)")
-    planner = grid.Planner(cfg)
-    if planner.conditions:
-        tasks = [Path(grid.path("task", root, **c._asdict(), seed=s))
-                 for c in planner.conditions for s in planner.seeds.task_seeds]
-        present = sum(t.exists() for t in tasks)
-        typer.echo(f"  task stores: {Path(root) / 'tasks'}/  ({present} of {len(tasks)} present)")
-        # every table, figure and page of the catalogue (the release: `snakemake release`)
-        for stage in ("checks", "tables", "figure", "report"):
-            for item in planner.artefacts(*grid.stage_artefacts(stage), root=root):
-                keys = ", ".join(str(v) for _, v in item.keys)
-                label = item.entry.title + (f" ({keys})" if keys else "")
-                out = Path(item.path)
-                typer.echo(f"  {label}: {out}" + ("" if out.exists() else "  (missing)"))
-        report = Path(grid.artefact("report").path_of(root))
-        typer.echo(f"report (open in a browser): {report.resolve().as_uri()}"
-                   + ("" if report.exists() else "  (missing)"))
+    for line in grid.output_lines(_config(configfile), results):
+        typer.echo(line)
     return 0
 
 
@@ -251,25 +204,18 @@ def covariates(dataset: Annotated[str, typer.Argument(help="registry name")],
                raw_dir: RawDir = None, configfile: ConfigFiles = None) -> int:
     """Build one dataset's covariate store."""
     from postrisk import grid
-    from postrisk.covariates import (
-        build_covariates,
-        get_dataset,
-        scaling_from_store,
-        write_covariates,
-    )
+    from postrisk.covariates import get_dataset
+    from postrisk.covariates.build import make_covariate_store
 
     cfg = _config(configfile)
     spec = get_dataset(dataset)
-    scaling = None
-    if spec.scaling_reference:
-        if not reference:
-            return _fail(f"{spec.name} is scaled with {spec.scaling_reference}'s constants; "
-                         "pass --reference PATH to its covariate store", BAD_CONFIG)
-        scaling = scaling_from_store(reference)
-    ds = build_covariates(spec, _fetch_settings(cfg, raw_dir, offline_package or None),
-                          n_eval_cap=n_eval_cap or cfg["sizes"]["n_eval_cap"], scaling=scaling)
+    if spec.scaling_reference and not reference:
+        return _fail(f"{spec.name} is scaled with {spec.scaling_reference}'s constants; "
+                     "pass --reference PATH to its covariate store", BAD_CONFIG)
     out = out or Path(grid.path("covariates", dataset=spec.name))
-    write_covariates(ds, out)
+    make_covariate_store(spec.name, cfg["covariates"], n_eval_cap or cfg["sizes"]["n_eval_cap"],
+                         out, reference if spec.scaling_reference else None, raw_dir=raw_dir,
+                         prefer_offline_package=offline_package or None)
     typer.echo(f"wrote {out}")
     return 0
 
@@ -302,7 +248,7 @@ def download(url: Annotated[str | None, typer.Option(
              dataset: Annotated[list[str] | None, typer.Option(
                  help="download this dataset's files only (repeatable)")] = None,
              prior: Annotated[list[str] | None, typer.Option(
-                 help="download this prior family's files only (repeatable)")] = None,
+                 help="download this prior's files only (repeatable)")] = None,
              dest: Annotated[Path | None, typer.Option(
                  help="where to put the release (default: release.download_dir)")] = None,
              retries: Annotated[int | None, typer.Option(
@@ -311,20 +257,13 @@ def download(url: Annotated[str | None, typer.Option(
     """Download the released suite, all or some datasets and priors (sha256 checked); the
     settings are the config's release section (outside a checkout: the packaged defaults)."""
     from postrisk.release import download_settings
-    from postrisk.release.download import download_release
+    from postrisk.release.download import download_configured, download_summary
 
-    release = download_settings(_config(configfile).get("release"))
-    dest = dest or Path(release["download_dir"])
-    report = download_release(url or release["base_url"], dest,
-                              datasets=dataset or release["datasets"],
-                              priors=prior or release["priors"],
-                              retries=retries or release["retries"],
-                              timeout_s=release["timeout_s"])
-    typer.echo(f"{len(report.downloaded)} file(s) downloaded and verified "
-               f"({report.bytes_downloaded / 1e6:.1f} MB in {report.seconds:.1f} s), "
-               f"{len(report.skipped)} already here and valid; release in {dest}")
-    typer.echo(f"load a task: postrisk.load_task('<dataset>/<prior>/<noise>/<coverage>/<seed>',"
-               f" root={str(dest)!r}); list them: postrisk.list_tasks(root={str(dest)!r})")
+    settings = download_settings(_config(configfile).get("release"), base_url=url,
+                                 download_dir=dest, datasets=dataset, priors=prior,
+                                 retries=retries)
+    report = download_configured(settings)
+    typer.echo(download_summary(report, settings["download_dir"]))
     return 0
 
 
@@ -339,28 +278,6 @@ def _parse_settings(values: list[str] | None) -> dict:
             raise ValueError(f"--set {item!r}: expected name=value")
         out[key.strip()] = yaml.safe_load(value)
     return out
-
-
-def _data_root(root: Path | None, configfile: list[Path] | None) -> Path | None:
-    """Where to look tasks up: ``root``, else ``$POSTRISK_DATA``, else the config's
-    ``release.download_dir`` (where `postrisk download` puts a release)."""
-    from postrisk.release import download_settings
-    from postrisk.release.load import DATA_ENV
-
-    if root is not None or os.environ.get(DATA_ENV):
-        return root
-    return Path(download_settings(_config(configfile).get("release"))["download_dir"])
-
-
-def _model(method: str, settings: dict):
-    """A fresh model: a built-in method's name, or an outside ``module:Class``."""
-    from postrisk.methods.outside import import_location, is_location
-
-    if is_location(method):
-        return import_location(method)(**settings)
-    from postrisk.methods.registry import make_method
-
-    return make_method(method, settings)
 
 
 @command()
@@ -381,9 +298,11 @@ def evaluate(method: Annotated[str, typer.Argument(
              configfile: ConfigFiles = None) -> int:
     """Fit a method on local tasks and score it with the pipeline's metrics."""
     from postrisk.evaluation.evaluate import evaluate as run_evaluation
+    from postrisk.methods.registry import make_model
+    from postrisk.release.load import configured_root
 
-    model = _model(method, _parse_settings(set_))
-    scores = run_evaluation(model, root=_data_root(root, configfile), dataset=dataset,
+    model = make_model(method, _parse_settings(set_))
+    scores = run_evaluation(model, root=configured_root(root, configfile), dataset=dataset,
                             prior=prior, noise=noise, coverage=coverage, seed=seed)
     _print_scores(scores)
     if out:
@@ -392,27 +311,23 @@ def evaluate(method: Annotated[str, typer.Argument(
     return 0
 
 
-#: The columns `postrisk evaluate` shows (the CSV holds every score).
-SHOWN = {"spearman_eu_posterior_excess_risk": "ρ(EU, post. excess risk)",
-         "spearman_au": "ρ(AU, σ²_ε)", "delta_ent_posterior_excess_risk": "Δ_ent",
-         "nll": "E[NLL]", "coverage90": "cov90"}
-
-
 def _print_scores(scores) -> None:
+    """The headline scores (the CSV holds every score), one row per task, then their mean."""
     from rich.console import Console
     from rich.table import Table
 
-    names = ["/".join(str(row[k]) for k in ("dataset", "prior", "noise", "coverage", "seed"))
-             for _, row in scores.iterrows()]
+    from postrisk.evaluation.evaluate import headline_rows
+    from postrisk.evaluation.scoring import HEADLINE, METRICS
+
+    rows = headline_rows(scores)
+    width = max(len(name) for name, _ in rows[:-1])  # of the task names
     table = Table(title=f"{scores['method'].iloc[0]} on {len(scores)} task(s)")
-    table.add_column("task", no_wrap=True, min_width=max(map(len, names)))
-    for label in SHOWN.values():
-        table.add_column(label, justify="right")
-    values = scores[list(SHOWN)].astype(float)
-    for name, (_, row) in zip([*names, "mean"], [*values.iterrows(), (None, values.mean())],
-                              strict=True):
-        table.add_row(name, *("n/a" if row[c] != row[c] else f"{row[c]:.3f}" for c in SHOWN))
-    Console(width=max(100, len(max(names, key=len)) + 70)).print(table)
+    table.add_column("task", no_wrap=True, min_width=width)
+    for column in HEADLINE:
+        table.add_column(METRICS[column].label, justify="right")
+    for name, values in rows:
+        table.add_row(name, *values)
+    Console(width=max(100, width + 70)).print(table)
 
 
 @command()
@@ -424,38 +339,14 @@ def info(store: Annotated[str, typer.Argument(
                   "release.download_dir of the config)")] = None,
          configfile: ConfigFiles = None) -> int:
     """Shape, provenance and diagnostics of one task instance."""
-    import numpy as np
     from rich.console import Console
     from rich.table import Table
 
-    from postrisk.release.load import load_task
+    from postrisk.release.load import configured_root, load_task
 
-    ds = load_task(store, _data_root(root, configfile)).ds
-    attrs = ds.attrs
-    versions = json.loads(attrs.get("versions", "{}"))
-    sampler = json.loads(attrs.get("sampler_settings", "{}"))
-    facts = [
-        ("instance", "/".join(str(attrs[k]) for k in ("dataset", "prior", "noise", "coverage",
-                                                      "seed"))),
-        ("shape", f"n = {ds.sizes['train']}, n_eval = {ds.sizes['eval']}, "
-                  f"d = {ds.sizes['feature']}, draws = {ds.sizes['draw']} "
-                  f"({attrs.get('chains')} chain(s))"),
-        ("schema version", str(attrs["schema_version"])),
-        ("made by", f"postrisk {versions.get('postrisk', '?')} on {attrs.get('created', '?')}"),
-        ("config digest", str(attrs.get("config_digest"))),
-        ("sampler", ", ".join(f"{k} {sampler[k]}" for k in ("backend", "device_kind")
-                              if k in sampler) or "?"),
-        ("90% interval coverage", f"{float(np.mean(ds['covered90'].values)):.3f}"),
-        ("rank of f*'s log-likelihood", f"{attrs.get('rank_loglik')} of {ds.sizes['draw']}"),
-        ("median MCSE of the variance", f"{float(np.median(ds['mcse_var'].values)):.3g}"),
-    ]
-    if "rhat" in ds:
-        facts.append(("max R̂ / min ESS", f"{float(ds['rhat'].max()):.4f} / "
-                                          f"{float(ds['ess'].min()):.0f}"))
-    if "released_without" in attrs:
-        facts.append(("released without", ", ".join(json.loads(attrs["released_without"]))))
+    task = load_task(store, configured_root(root, configfile))
     table = Table(show_header=False, title=str(store))
-    for name, value in facts:
+    for name, value in task.summary():
         table.add_row(name, value)
     Console().print(table)
     return 0

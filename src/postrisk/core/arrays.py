@@ -1,6 +1,6 @@
 """Checks of array arguments at the edges of the library, with messages that name the argument.
 
-The one home of input validation: methods, kernels, prior families, metrics and reference rows
+The one home of input validation: methods, kernels, priors, metrics and reference rows
 check their array arguments with these two functions.
 """
 

@@ -126,7 +126,7 @@ class _ToLibraryLog(logging.Handler):
 def _route_pooch_log() -> None:
     """pooch logs through a private ``logging.Logger("pooch")`` outside the logging tree, with
     its own handler writing to stderr: its lines ("Downloading file …", "Failed to download …
-    Will attempt the download again …") would bypass ``postrisk.core.progress``'s routing
+    Will attempt the download again …") would bypass ``postrisk.core.logs``'s routing
     (a job's log file, the terminal). They go through this module's logger instead."""
     import pooch
 

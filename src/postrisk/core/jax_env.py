@@ -1,7 +1,8 @@
 """Process-level JAX settings, applied before JAX is imported.
 
 A job's chains are spread over host devices (``--xla_force_host_platform_device_count``), which
-XLA reads once, when JAX initialises its CPU backend; so this must run first in a job's process.
+XLA reads once, when JAX initialises its CPU backend; so this must run first in a job's process
+(:func:`devices_for_chains` says over how many of them a sampler spreads its chains).
 bartz needs JAX x64 off and the BNN posterior needs it on: x64 is never switched on globally here
 (the BNN code uses ``jax.enable_x64(True)`` as a context).
 """
@@ -45,6 +46,18 @@ def share_accelerator_memory() -> None:
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
+def devices_for_chains(chains: int, available: int) -> int:
+    """How many of ``available`` devices ``chains`` equal chains are spread over: the largest
+    count not above ``available`` that divides ``chains``, so every device used gets the same
+    number of chains (the samplers shard the chain axis evenly). The one rule of both MCMC
+    samplers."""
+    chains, available = int(chains), int(available)
+    if chains < 1 or available < 1:
+        raise ValueError(f"need at least one chain and one device, got {chains} chain(s) and "
+                         f"{available} device(s)")
+    return max(k for k in range(1, min(chains, available) + 1) if chains % k == 0)
+
+
 def device_provenance() -> dict[str, object]:
     """What a JAX sampler ran on, for a store's ``sampler_settings``: ``jax.default_backend()``
     ("cpu", "gpu", …), the first device's kind (e.g. "cpu" or the GPU model) and the number
@@ -65,7 +78,7 @@ def check_accelerator(requested: bool, allow_cpu_fallback: bool = False,
                       ) -> dict[str, object] | None:
     """Check, before any sampling, that a job that asked for a GPU got one JAX can use.
 
-    ``requested``: the job's rule asked for ``gpu: 1`` (its family or method declares an
+    ``requested``: the job's rule asked for ``gpu: 1`` (its prior or method declares an
     accelerator and the config's ``accelerator.use`` is on). Returns None when nothing was
     requested; else the record kept in the store (``requested``, ``backend``,
     ``cpu_fallback``). No GPU visible to JAX raises :class:`AcceleratorMissing` with one message

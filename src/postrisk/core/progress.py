@@ -1,9 +1,7 @@
-"""Logging and progress: the library's one way of saying what it is doing (docs/design.md,
+"""Progress of a long loop: the library's one way of saying how far it has got (docs/design.md,
 "Engineering rules").
 
-Library modules report through :mod:`logging` only — ``logger = logging.getLogger(__name__)``,
-``logger.info`` for progress, ``logger.warning`` for warnings — and never print. A long loop
-reports through :func:`progress_steps` (or :func:`track`, its iterable form):
+A long loop reports through :func:`progress_steps` (or :func:`track`, its iterable form):
 
 - on an interactive terminal (``sys.stderr`` is a TTY, not redirected to a file) it drives a
   ``rich`` progress bar, refreshed from the loop itself (no thread), and logs only the final
@@ -14,147 +12,31 @@ reports through :func:`progress_steps` (or :func:`track`, its iterable form):
   since the last line (an unknown total: by time only); always a final line with the elapsed
   time.
 
-Where the lines go is decided once per process: :func:`configure_logging` (or the context
-managers :func:`logging_to` and :func:`terminal_logging`) sends every ``postrisk.*`` logger's
-INFO lines, Python warnings and third-party WARNING+ lines to a stream or file as plain
-timestamped lines (``2026-11-30 11:40:02 INFO postrisk.priors.hbart: ...``). A Snakemake job
-does so through ``postrisk.workflow.logs.job_log``; the ``postrisk`` command through
-:func:`terminal_logging`.
+The lines go through :mod:`logging`, wherever :mod:`postrisk.core.logs` sends them.
 
 This module imports only the standard library (``rich`` lazily, on a terminal).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_INTERVAL_S", "FEW_STEPS", "LIBRARY", "Progress", "configure_logging",
-           "logging_to", "progress_steps", "terminal_logging", "track"]
+__all__ = ["DEFAULT_INTERVAL_S", "FEW_STEPS", "Progress", "progress_steps", "track"]
 
-#: The library's logger namespace: its INFO lines are shown, other libraries' from WARNING on.
-LIBRARY = "postrisk"
 #: Plain mode: at most one time-triggered line per this many seconds.
 DEFAULT_INTERVAL_S = 30.0
 #: Plain mode: loops with at most this many steps log every step.
 FEW_STEPS = 20
 #: Plain mode: a line whenever the loop crosses another 1/TENTHS of its total.
 TENTHS = 10
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 T = TypeVar("T")
 
-
-# ---------------------------------------------------------------------------------------------
-# Where log lines go
-# ---------------------------------------------------------------------------------------------
-
-class _LibraryOrWarning(logging.Filter):
-    """The library's records from ``level`` on, everyone's from WARNING on."""
-
-    def __init__(self, level: int) -> None:
-        super().__init__()
-        self.level = level
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.WARNING:
-            return True
-        ours = record.name == LIBRARY or record.name.startswith(LIBRARY + ".")
-        return ours and record.levelno >= self.level
-
-
-class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever ``sys.stderr`` is when a line is emitted (a redirection, or rich's
-    proxy that prints above a live progress bar)."""
-
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
-
-    @property
-    def stream(self):  # type: ignore[override]
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value) -> None:
-        pass
-
-
-def _captures_warnings() -> bool:
-    return getattr(logging, "_warnings_showwarning", None) is not None
-
-
-def configure_logging(target: IO[str] | str | Path | None = None,
-                      level: int = logging.INFO) -> Callable[[], None]:
-    """Send the library's log lines (``postrisk.*`` from ``level`` on), Python warnings
-    (``logging.captureWarnings``) and other libraries' WARNING+ lines to ``target`` as plain
-    timestamped lines; returns a function that restores the previous state.
-
-    ``target``: an open text stream, a file path (appended to; closed on restore) or ``None``
-    (``sys.stderr`` as it is at each line). A handler installed by an earlier call is detached
-    until the restore, so nested configurations do not print lines twice.
-    """
-    root = logging.getLogger()
-    library = logging.getLogger(LIBRARY)
-    opened = None
-    if target is None:
-        handler: logging.Handler = _StderrHandler()
-    elif isinstance(target, str | Path):
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-        opened = open(target, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-        handler = logging.StreamHandler(opened)
-    else:
-        handler = logging.StreamHandler(target)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT, DATE_FORMAT))
-    handler.addFilter(_LibraryOrWarning(level))
-    handler._postrisk = True  # type: ignore[attr-defined]
-    earlier = [h for h in root.handlers if getattr(h, "_postrisk", False)]
-    for h in earlier:
-        root.removeHandler(h)
-    previous_level, previous_capture = library.level, _captures_warnings()
-    root.addHandler(handler)
-    library.setLevel(level)
-    logging.captureWarnings(True)
-
-    def restore() -> None:
-        logging.captureWarnings(previous_capture)
-        library.setLevel(previous_level)
-        root.removeHandler(handler)
-        handler.close()
-        if opened is not None:
-            opened.close()
-        for h in earlier:
-            root.addHandler(h)
-
-    return restore
-
-
-@contextlib.contextmanager
-def logging_to(target: IO[str] | str | Path | None = None,
-               level: int = logging.INFO) -> Iterator[None]:
-    """:func:`configure_logging` for the duration of the block."""
-    restore = configure_logging(target, level)
-    try:
-        yield
-    finally:
-        restore()
-
-
-def terminal_logging(level: int = logging.INFO) -> contextlib.AbstractContextManager[None]:
-    """The library's INFO lines (and warnings) on the terminal's stderr, for the block: what a
-    command-line entry point wraps itself in."""
-    return logging_to(None, level)
-
-
-# ---------------------------------------------------------------------------------------------
-# Progress of a loop
-# ---------------------------------------------------------------------------------------------
 
 def _stderr_is_terminal() -> bool:
     try:

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -15,7 +17,7 @@ from postrisk.core import seeding
 from postrisk.core.io import json_attr, library_versions, open_zarr, write_zarr_atomic
 from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.clean import MinMaxScaling, clean_covariates, fit_min_max
-from postrisk.covariates.fetch import FetchSettings, RawTable, load_raw_table
+from postrisk.covariates.fetch import RawTable, load_raw_table
 from postrisk.covariates.pools import (
     covariate_groups,
     duplicate_summary,
@@ -25,6 +27,7 @@ from postrisk.covariates.pools import (
     split_pools,
 )
 from postrisk.covariates.registry import DatasetSpec, get_dataset
+from postrisk.covariates.sources import FetchSettings
 
 logger = logging.getLogger(__name__)
 
@@ -170,6 +173,20 @@ def write_covariates(ds: xr.Dataset, path: str | Path) -> Path:
     return write_zarr_atomic(ds, path)
 
 
+def make_covariate_store(dataset: str, fetch: Mapping[str, Any], n_eval_cap: int,
+                         out: str | Path, reference: str | Path | None = None,
+                         **overrides: Any) -> Path:
+    """Build one dataset's covariate store and write it to ``out``: the workflow's covariates
+    step and ``postrisk covariates`` alike. ``fetch``: a configuration's ``covariates``
+    section, ``overrides`` of its fetch settings (:meth:`FetchSettings.from_config`; None
+    ones ignored); ``reference``: the store whose scaling constants to use (Red Wine's: White
+    Wine's)."""
+    scaling = scaling_from_store(reference) if reference else None
+    ds = build_covariates(get_dataset(dataset), FetchSettings.from_config(fetch, **overrides),
+                          n_eval_cap=n_eval_cap, scaling=scaling)
+    return write_covariates(ds, out)
+
+
 def summarize_store(path: str | Path) -> dict:
     """The headline facts of a covariate store (for logs and tests)."""
     ds = open_zarr(path)
@@ -179,5 +196,6 @@ def summarize_store(path: str | Path) -> dict:
             "outer_shell_share_eval": float(np.mean(shell_eval == 4))}
 
 
-__all__ = ["build_covariates", "covariates_from_raw", "load_covariates", "scaling_from_store",
-           "write_covariates", "summarize_store", "COVARIATES_SCHEMA_VERSION"]
+__all__ = ["build_covariates", "covariates_from_raw", "load_covariates", "make_covariate_store",
+           "scaling_from_store", "write_covariates", "summarize_store",
+           "COVARIATES_SCHEMA_VERSION"]

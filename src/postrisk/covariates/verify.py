@@ -12,8 +12,9 @@ import logging
 from dataclasses import asdict, dataclass, field, replace
 
 from postrisk.covariates.clean import clean_covariates
-from postrisk.covariates.fetch import CovariateFetchError, FetchSettings, load_raw_table
+from postrisk.covariates.fetch import load_raw_table
 from postrisk.covariates.registry import DatasetSpec, get_dataset
+from postrisk.covariates.sources import CovariateFetchError, FetchSettings
 
 logger = logging.getLogger(__name__)
 

@@ -103,6 +103,7 @@ from postrisk.gp.exact import posterior_moments
 from postrisk.gp.kernels import Kernel
 from postrisk.methods.records import STATUS_OK
 from postrisk.methods.runner import run_fit
+from postrisk.tasks.key import KEY_COLUMNS
 from postrisk.tasks.task import Task
 
 logger = logging.getLogger(__name__)
@@ -121,7 +122,6 @@ N_RUNS = 5
 MIN_ROWS = 10
 #: The two experiments, with the codes that enter their seeds.
 EXPERIMENTS = {"data_size": 0, "label_noise": 1}
-KEY_COLUMNS = ("dataset", "prior", "noise", "coverage", "seed")
 CORRELATIONS = ("c_aa", "c_ea", "c_ae", "c_ee")
 
 

@@ -25,18 +25,18 @@ from typing import Any
 import pandas as pd
 
 from postrisk.core.progress import progress_steps
-from postrisk.evaluation.scoring import SCORE_COLUMNS, score_prediction
+from postrisk.evaluation.scoring import HEADLINE, SCORE_COLUMNS, score_prediction
 from postrisk.methods.outside import default_name
 from postrisk.methods.runner import check_prediction
 from postrisk.release.load import TaskEntry, list_tasks, load_task
-from postrisk.tasks.key import TaskKey
+from postrisk.tasks.key import KEY_COLUMNS, TaskKey
 from postrisk.tasks.task import Task
 
 logger = logging.getLogger(__name__)
 
 #: The columns of :func:`evaluate`'s table before the score columns (those of the pipeline's
 #: per-condition score files).
-ROW_COLUMNS = ("dataset", "prior", "noise", "coverage", "seed", "heteroscedastic", "method",
+ROW_COLUMNS = (*KEY_COLUMNS, "heteroscedastic", "method",
                "kind", "status", "error", "fit_seconds", "predict_seconds")
 
 
@@ -117,3 +117,15 @@ def evaluate(model: Any, tasks: Task | str | Path | TaskKey | Iterable | None = 
     frame = pd.DataFrame(rows, columns=[*ROW_COLUMNS, *SCORE_COLUMNS])
     frame[list(SCORE_COLUMNS)] = frame[list(SCORE_COLUMNS)].astype(float)  # None: NaN
     return frame
+
+
+def headline_rows(scores: pd.DataFrame) -> list[tuple[str, list[str]]]:
+    """The headline scores (:data:`postrisk.evaluation.scoring.HEADLINE`) of an
+    :func:`evaluate` table, to three decimals ("n/a" where a score does not apply): one row per
+    task, named by its key, then their mean, named ``mean``."""
+    names = ["/".join(str(row[k]) for k in KEY_COLUMNS)
+             for _, row in scores.iterrows()]
+    values = scores[list(HEADLINE)].astype(float)
+    return [(name, ["n/a" if row[c] != row[c] else f"{row[c]:.3f}" for c in HEADLINE])
+            for name, (_, row) in zip([*names, "mean"],
+                                      [*values.iterrows(), (None, values.mean())], strict=True)]

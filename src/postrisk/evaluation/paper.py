@@ -2,7 +2,7 @@
 ``postrisk/data/paper_numbers.csv``).
 
 Columns: ``source`` (the table, appendix or the main text the number is from), ``quantity``,
-``group`` (a method's display name, a prior family, an EU target, …), ``item`` and ``value``
+``group`` (a method's display name, a prior, an EU target, …), ``item`` and ``value``
 (text; most are numbers). Rows taken from the running text (``text``, ``appB7``, ``appD1``)
 quote numbers the paper states in words, e.g. the matched-prior mean ranks of its App. D.1.
 """

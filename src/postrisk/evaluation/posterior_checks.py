@@ -16,16 +16,16 @@ import pandas as pd
 
 from postrisk.tasks.diagnostics import rank_bin_probabilities, rank_bins
 
-#: Table 3 of the paper, per family (printed beside ours).
-#: Table 3's families as the paper names them.
-PAPER_FAMILY = {"gp": "GP", "hbart": "HBART", "bnn": "BNN"}
+#: Table 3 of the paper, per prior (printed beside ours).
+#: Table 3's priors as the paper names them.
+PAPER_PRIOR = {"gp": "GP", "hbart": "HBART", "bnn": "BNN"}
 
 
 def paper_table3(prior: str) -> dict[str, object]:
-    """The paper's Table 3 entries of one family (empty for a family it does not report)."""
+    """The paper's Table 3 entries of one prior (empty for a prior it does not report)."""
     from postrisk.evaluation.paper import paper_text, paper_value
 
-    fam = PAPER_FAMILY.get(prior)
+    fam = PAPER_PRIOR.get(prior)
     if fam is None:
         return {}
     lo = paper_value("table3", "coverage90_pooled", fam, "ci_low")
@@ -98,7 +98,7 @@ def calibration_test(ranks: dict[str, np.ndarray], covered: np.ndarray, n_draws:
 
 def table3(instances: pd.DataFrame, points: dict[str, dict[str, np.ndarray]],
            rng: np.random.Generator) -> pd.DataFrame:
-    """Table 3 per prior family, with the paper's values beside ours.
+    """Table 3 per prior, with the paper's values beside ours.
 
     ``instances``: one row per task store with columns prior, dataset, noise, coverage, seed,
     n_eval, covered90 (count of covered points), corr_mean_ftrue. ``points[prior]``: arrays

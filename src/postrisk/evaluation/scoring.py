@@ -13,6 +13,7 @@ from postrisk.evaluation.metrics import (
     score_instance,
     spearman,
 )
+from postrisk.evaluation.pareto import pareto_gap
 from postrisk.evaluation.predictive import (
     expected_gaussian_crps,
     expected_gaussian_nll,
@@ -28,7 +29,7 @@ from postrisk.evaluation.reference_rows import (
     mahalanobis_prediction,
     oracle_prediction,
 )
-from postrisk.evaluation.selective import aurc, aurec, pareto_gap
+from postrisk.evaluation.selective import aurc, aurec
 from postrisk.evaluation.tables import mean_table
 from postrisk.methods.interface import Prediction
 from postrisk.methods.records import FitRecord
@@ -44,14 +45,16 @@ INTERVAL_LEVEL = 0.9
 
 class Metric(NamedTuple):
     """What a score column is: its framework, which direction is better ("higher", "lower",
-    "zero" — Δ_ent: the truth's own coupling is the goal — or "target 0.9"), a description, and
+    "zero" — Δ_ent: the truth's own coupling is the goal — or "target 0.9"), a description,
     whether it is averaged over the heteroscedastic noise modes only (a score of the AU, or of
-    the coupling of EU and AU: under homoscedastic noise the true AU is constant)."""
+    the coupling of EU and AU: under homoscedastic noise the true AU is constant), and for a
+    headline column (:data:`HEADLINE`), its short heading in a narrow table."""
 
     framework: str
     better: str
     description: str
     heteroscedastic_only: bool = False
+    label: str = ""
 
 
 #: Every per-instance score column: name → :class:`Metric`.
@@ -99,6 +102,15 @@ for _t in SELECTIVE_TARGETS:
     METRICS[f"pareto_gap_{_t}"] = Metric("risk-regret", "lower", f"Pareto gap (IGD+); E* = {_t}")
     METRICS[f"pareto_gap_{_t}_normalised"] = Metric(
         "risk-regret", "lower", f"Pareto gap on normalised axes; E* = {_t}")
+
+_HEADINGS = (("spearman_eu_posterior_excess_risk", "ρ(EU, post. excess risk)"),
+             ("spearman_au", "ρ(AU, σ²_ε)"), ("delta_ent_posterior_excess_risk", "Δ_ent"),
+             ("nll", "E[NLL]"), ("coverage90", "cov90"))
+for _name, _label in _HEADINGS:
+    METRICS[_name] = METRICS[_name]._replace(label=_label)
+#: The headline columns, in order: what ``postrisk evaluate`` shows of the scores, each headed
+#: by its :attr:`Metric.label`.
+HEADLINE = tuple(name for name, _ in _HEADINGS)
 
 SCORE_COLUMNS = list(METRICS)
 
@@ -249,5 +261,6 @@ def aggregate_metrics(scores: pd.DataFrame, rng: np.random.Generator) -> pd.Data
     return mean_table(scores, {m: m for m in METRICS}, rng, heteroscedastic_only=hetero)
 
 
-__all__ = ["METRICS", "REFERENCE_ROWS", "SCORE_COLUMNS", "Metric", "aggregate_metrics",
-           "aggregate_scores", "reference_predictions", "score_condition", "score_prediction"]
+__all__ = ["HEADLINE", "METRICS", "REFERENCE_ROWS", "SCORE_COLUMNS", "Metric",
+           "aggregate_metrics", "aggregate_scores", "reference_predictions", "score_condition",
+           "score_prediction"]

@@ -27,17 +27,18 @@ import pandas as pd
 from postrisk.evaluation.agreement import kendalls_tau, kendalls_w, rank_moves
 from postrisk.evaluation.posterior_checks import bootstrap_pooled_share
 from postrisk.methods.table import matched_groups
+from postrisk.tasks.key import CONDITION_COLUMNS, KEY_COLUMNS
 
 #: Fewest datasets for which a bootstrap interval over datasets is reported.
 MIN_DATASETS = 3
 N_BOOT = 1000
-CONDITION = ["dataset", "prior", "noise", "coverage"]
-INSTANCE = [*CONDITION, "seed"]
+CONDITION = list(CONDITION_COLUMNS)
+INSTANCE = list(KEY_COLUMNS)
 PRIMARY = "spearman_eu_posterior_excess_risk"
 
-#: Table 7's factors: the score table's column → the paper's name for it.
-FACTORS = {"prior": "oracle_engine", "noise": "noise_mode", "coverage": "coverage",
-           "dataset": "dataset"}
+#: Table 7's factors: score-table columns (the paper calls them oracle engine, noise mode,
+#: coverage and dataset).
+FACTORS = ("prior", "noise", "coverage", "dataset")
 #: Table 7's criteria: name → (score column, heteroscedastic noise modes only).
 CRITERIA = {"epistemic": (PRIMARY, False), "aleatoric": ("spearman_au", True)}
 
@@ -170,9 +171,9 @@ def table7(scores: pd.DataFrame, rng: np.random.Generator, n_boot: int = N_BOOT)
         n_data = 0 if stat is None else len(stat.datasets)
         draws = (rng.multinomial(n_data, np.full(n_data, 1 / n_data), size=n_boot)
                  if n_data >= MIN_DATASETS else None)
-        for factor, name in FACTORS.items():
+        for factor in FACTORS:
             levels = means[factor].nunique()
-            row = {"criterion": criterion, "factor": name, "levels": levels,
+            row = {"criterion": criterion, "factor": factor, "levels": levels,
                    "methods": means["method"].nunique()}
             for variant in ("ranks", "rho"):
                 w = stat.w(factor, variant) if stat is not None and levels >= 2 else None
@@ -192,7 +193,7 @@ def entanglement_table(scores: pd.DataFrame, target: str, rng: np.random.Generat
                        ) -> pd.DataFrame:
     """Paper Tables 8–10 for one EU target: per method, mean ρ(ÊU, ÂU), mean ρ(EU*, AU*) and
     mean Δρ = their difference (with its interval), over the heteroscedastic instances where Δρ
-    is applicable; Δρ also per oracle engine and per coverage."""
+    is applicable; Δρ also per prior and per coverage."""
     column = f"delta_ent_{target}"
     rows = methods_only(scores)
     rows = rows[rows["heteroscedastic"].astype(bool) & rows[column].notna()]
@@ -217,7 +218,7 @@ def matched_prior(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The matched-prior comparison (paper App. D.1, Figure 7).
 
     Ranks within each condition by mean ρ(ÊU, posterior excess risk) over seeds (1 = best),
-    averaged per method and oracle engine (first frame: method × prior); per method group, the
+    averaged per method and prior (first frame: method × prior); per method group, the
     mean rank of its methods under its matched oracle and under the other oracles (second
     frame; groups: the method table's, :func:`postrisk.methods.table.matched_groups`).
     """
@@ -267,7 +268,7 @@ def rhat_sensitivity(scores: pd.DataFrame, strict: pd.Series, rhat_share: float 
 
 
 def noise_shape(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    """Mean ρ(σ²_f, σ²_ε) of the truth over the heteroscedastic instances, per prior family and
+    """Mean ρ(σ²_f, σ²_ε) of the truth over the heteroscedastic instances, per prior and
     overall (the paper: 0.42 over its benchmark), from the oracle row's ``rho_eu_au_true``."""
     rows = scores[(scores["method"] == "oracle") & scores["heteroscedastic"].astype(bool)]
     column = "rho_eu_au_true_posterior_variance"

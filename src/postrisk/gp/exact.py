@@ -2,69 +2,30 @@
 "Priors" and "Task instances").
 
 Prior f ~ GP(0, a²·k) with ``k`` a :class:`postrisk.gp.kernels.Kernel` and ``a`` the scale
-constant of :func:`scale_constant`; likelihood ``y_i ~ N(f(x_i), noise_var_train[i])`` with
-the noise variances known (heteroscedastic). With K = a²k(X, X), Σ = diag(noise_var_train),
-K* = a²k(X, X*), K** = a²k(X*, X*)::
+constant of :func:`postrisk.priors.base.scale_constant`; likelihood
+``y_i ~ N(f(x_i), noise_var_train[i])`` with the noise variances known (heteroscedastic). With
+K = a²k(X, X), Σ = diag(noise_var_train), K* = a²k(X, X*), K** = a²k(X*, X*)::
 
     mean = K*ᵀ (K + Σ)⁻¹ y,        cov = K** − K*ᵀ (K + Σ)⁻¹ K*
 
-computed through a Cholesky factor of K + Σ (scipy, float64).
+computed through a Cholesky factor of K + Σ (:func:`postrisk.gp.linalg.condition`, float64).
 
 Duplicate rows are common in the evaluation pools (thousands in some datasets): prior and
 posterior draws are computed on the unique rows of ``x`` / ``x_test`` and broadcast back, so
 duplicates get identical values. Joint draws need a square root of a nearly singular
 covariance: a Cholesky factor with jitter escalating from 1e-10 to 1e-6 times the mean diagonal,
-else an eigendecomposition with negative eigenvalues clipped to 0 (see :func:`robust_sqrt`).
+else an eigendecomposition with negative eigenvalues clipped to 0 (see
+:func:`postrisk.gp.linalg.robust_sqrt`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 import scipy.linalg.blas
 
 from postrisk.core.arrays import as_matrix
 from postrisk.gp.kernels import Kernel
-
-JITTERS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
-
-
-def _factor(cov: np.ndarray, info: dict | None) -> tuple[np.ndarray, bool]:
-    """(F, F is lower triangular) with F Fᵀ ≈ cov; reads only the lower triangle of ``cov``."""
-    cov = np.asarray(cov, dtype=np.float64)
-    m = cov.shape[0]
-    if m == 0:
-        return np.zeros((0, 0)), True
-    scale = float(np.mean(np.diag(cov)))
-    if not np.isfinite(scale):
-        raise ValueError("covariance has a non-finite diagonal")
-    if scale > 0:
-        for jit in JITTERS:
-            work = np.array(cov, order="F")
-            work[np.diag_indices(m)] += jit * scale
-            try:
-                chol = scipy.linalg.cholesky(work, lower=True, overwrite_a=True,
-                                             check_finite=False)
-            except np.linalg.LinAlgError:
-                continue
-            if np.all(np.isfinite(np.diag(chol))):
-                if info is not None:
-                    info.update(method="cholesky", jitter=jit)
-                return chol, True
-    evals, evecs = scipy.linalg.eigh(cov, lower=True, check_finite=False)
-    if info is not None:
-        info.update(method="eigh", jitter=0.0, min_eigenvalue=float(evals.min()))
-    return evecs * np.sqrt(np.clip(evals, 0.0, None)), False
-
-
-def robust_sqrt(cov: np.ndarray, info: dict | None = None) -> np.ndarray:
-    """F with F Fᵀ ≈ cov, from the lower triangle of the symmetric ``cov``.
-
-    Tries ``cholesky(cov + j·mean(diag(cov))·I)`` for j in :data:`JITTERS` (F lower
-    triangular); if all fail, ``V·sqrt(max(λ, 0))`` from ``eigh(cov)``. ``info`` (a dict), when
-    given, receives ``method`` ("cholesky" or "eigh") and ``jitter`` (relative; 0 for eigh).
-    """
-    return _factor(cov, info)[0]
+from postrisk.gp.linalg import condition, predictive_moments, robust_factor
 
 
 def _draw(factor: np.ndarray, lower: bool, n_draws: int,
@@ -99,7 +60,7 @@ def sample_prior(kernel: Kernel, a: float, x, rng: np.random.Generator, size: in
     """``size`` joint draws of f ~ N(0, a²·k(x, x)) as a (size, n) float64 array.
 
     Computed on the unique rows of ``x`` (duplicates get identical values); ``info`` as in
-    :func:`robust_sqrt`.
+    :func:`postrisk.gp.linalg.robust_sqrt`.
     """
     x = _check_x(kernel, x, "x")
     n = x.shape[0]
@@ -108,36 +69,12 @@ def sample_prior(kernel: Kernel, a: float, x, rng: np.random.Generator, size: in
     xu, inv = _unique_rows(x)
     cov = _sym_matrix(kernel, xu)
     cov *= float(a) ** 2
-    factor, lower = _factor(cov, info)
+    factor, lower = robust_factor(cov, info)
     del cov
     draws = _draw(factor, lower, size, rng)
     if info is not None:
         info.update(n_unique=int(xu.shape[0]))
     return np.ascontiguousarray(draws[:, inv])
-
-
-def condition(cov: np.ndarray, y: np.ndarray, overwrite: bool = False,
-              check_finite: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(L, α): the lower Cholesky factor of ``cov`` = K + Σ (prior covariance of the training
-    targets plus their noise) and α = (K + Σ)⁻¹y. Raises ``np.linalg.LinAlgError`` (or
-    ``ValueError`` on non-finite input with ``check_finite``) when ``cov`` is not positive
-    definite. The one home of exact GP conditioning: the GP prior family, the GP method and
-    deep kernel learning use it."""
-    chol = scipy.linalg.cholesky(cov, lower=True, overwrite_a=overwrite,
-                                 check_finite=check_finite)
-    alpha = scipy.linalg.cho_solve((chol, True), y, check_finite=check_finite)
-    return chol, alpha
-
-
-def predictive_moments(chol: np.ndarray, alpha: np.ndarray, k_cross: np.ndarray,
-                       prior_var: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, marginal variance ≥ 0, V = L⁻¹K*) of f at test points from :func:`condition`'s
-    factor, the cross-covariance ``k_cross`` = K(X, X*) (n, m) and the prior variance at the
-    test points: mean = K*ᵀα, var = k(x*, x*) − Σ_i V_i²."""
-    v = scipy.linalg.solve_triangular(chol, k_cross, lower=True, check_finite=False)
-    mean = k_cross.T @ alpha
-    var = prior_var - np.einsum("ij,ij->j", v, v)
-    return mean, np.clip(var, 0.0, None), v
 
 
 class _Conditioner:
@@ -203,8 +140,9 @@ def posterior_draws(kernel: Kernel, a: float, x_train, y_train, noise_var_train,
     """Joint draws of f at ``x_test`` from the exact posterior.
 
     Returns ``(draws (n_draws, m), mean (m,), var (m,))``: the draws come from the posterior
-    covariance (plus the jitter of :func:`robust_sqrt`, reported in ``info``), the mean and
-    the marginal variance are exact (no jitter). Computed on the unique rows of ``x_test``.
+    covariance (plus the jitter of :func:`postrisk.gp.linalg.robust_sqrt`, reported in
+    ``info``), the mean and the marginal variance are exact (no jitter). Computed on the unique
+    rows of ``x_test``.
     """
     cond = _Conditioner(kernel, a, x_train, y_train, noise_var_train)
     xs = _check_x(kernel, x_test, "x_test")
@@ -212,7 +150,7 @@ def posterior_draws(kernel: Kernel, a: float, x_train, y_train, noise_var_train,
         return np.zeros((n_draws, 0)), np.zeros(0), np.zeros(0)
     xu, inv = _unique_rows(xs)
     mean, var, cov = cond.joint(xu)
-    factor, lower = _factor(cov, info)
+    factor, lower = robust_factor(cov, info)
     del cov
     draws = _draw(factor, lower, n_draws, rng)
     draws += mean

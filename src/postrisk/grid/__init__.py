@@ -13,7 +13,8 @@ Modules, from the bottom up (each imports only those below it; ``make lint`` che
 * :mod:`~postrisk.grid.cost` — what a job asks of a cluster (cost model, accelerators);
 * :mod:`~postrisk.grid.jobs` — units grouped into jobs, and the Snakemake rules that run them;
 * :mod:`~postrisk.grid.planner` — :class:`Planner`: all of the above for one config, once;
-* :mod:`~postrisk.grid.plan` — the plan as a table, and the guard against a local full run.
+* :mod:`~postrisk.grid.plan` — the plan as a table, where its outputs are, and the guard
+  against a local full run.
 
 Which of the built seeds are *valid* (the BNN R̂ rule) is decided at run time by
 ``postrisk.tasks.validity``. The names below are importable from ``postrisk.grid`` directly.
@@ -49,6 +50,7 @@ from postrisk.grid.plan import (
     RulePlan,
     guard_message,
     n_instances,
+    output_lines,
     plan,
     plan_report,
     plan_table,
@@ -80,7 +82,7 @@ __all__ = [
     "covariate_datasets", "covariates_unit", "deep_merge", "default_config_path",
     "disentanglement_units", "env_family", "figure_files", "fits_method", "guard_message",
     "implemented_conditions", "implemented_methods", "implemented_priors", "is_tuned",
-    "load_config", "log_path", "n_instances", "path", "plan", "plan_report", "plan_table",
-    "read_config", "rule_name", "stage_artefacts", "task_seeds", "training_size", "tuned_methods",
-    "unit_paths", "validate_config",
+    "load_config", "log_path", "n_instances", "output_lines", "path", "plan", "plan_report",
+    "plan_table", "read_config", "rule_name", "stage_artefacts", "task_seeds", "training_size",
+    "tuned_methods", "unit_paths", "validate_config",
 ]

@@ -86,12 +86,12 @@ _T = "postrisk.report.table_builders:"
 _F = "postrisk.report.figures:"
 _CHECKS = "postrisk.report.checks:write_checks"
 _RANK_CAPTION = ("Share of evaluation points per bin of the rank of f* among the posterior "
-                 "draws, pooled over the valid instances of each family; dashed: the exact bin "
+                 "draws, pooled over the valid instances of each prior; dashed: the exact bin "
                  "probabilities of a calibrated sampler; grey: the 95% range of a uniform "
                  "histogram of as many independent points.")
 _ENTANGLEMENT = ("Δρ = ρ(EU, AU) − ρ(EU*, AU*) (Spearman over the evaluation points), mean over "
                  "the heteroscedastic instances, overall (with a 95% bootstrap interval over "
-                 "datasets), per oracle engine and per coverage. Δρ > 0: the outputs are more "
+                 "datasets), per prior and per coverage. Δρ > 0: the outputs are more "
                  "coupled than the truth.")
 
 def _page_file(ident: str, path: str, kind: str, title: str) -> Artefact:
@@ -113,7 +113,7 @@ CATALOGUE: tuple[Artefact, ...] = (
              title="Reference-posterior checks (paper Table 3)",
              caption="Pooled 90% coverage with its bootstrap interval over instances and its "
                      "range over cells, rank-histogram deviation, Monte Carlo error of the "
-                     "posterior variance and corr(posterior mean, f*) per prior family, the "
+                     "posterior variance and corr(posterior mean, f*) per prior, the "
                      "paper's values beside ours."),
     Artefact("table3_rhat101", "checks/table3_rhat101.csv", "checks", _CHECKS, shown=False,
              title="Table 3 over the instances whose BNN max R̂ ≤ 1.01"),
@@ -154,9 +154,9 @@ CATALOGUE: tuple[Artefact, ...] = (
              caption="Mean within-condition rank (1 = best ρ(EU, posterior excess risk)) of "
                      "each method group under its matched oracle and under the others."),
     Artefact("matched_prior_ranks", "tables/matched_prior_ranks.csv", "tables",
-             _T + "matched_prior_ranks", title="Mean rank per method and oracle engine",
+             _T + "matched_prior_ranks", title="Mean rank per method and prior",
              caption="Within-condition rank by mean ρ(EU, posterior excess risk), averaged per "
-                     "oracle engine; methods scored in every condition only."),
+                     "prior; methods scored in every condition only."),
     Artefact("shells", "tables/shells.csv", "tables", _T + "shells", title="Per-shell results",
              caption="ρ on the evaluation points of the outermost coverage shell and on the "
                      "rest, and the AUROC of EU for telling the outermost shell from the rest, "
@@ -205,8 +205,8 @@ CATALOGUE: tuple[Artefact, ...] = (
              _F + "matched_prior_figure", kind="figure", reads=("matched_prior_ranks",),
              title="Matched-prior comparison (paper Figure 7)",
              caption="Mean within-condition rank (1 = best ρ(EU, posterior excess risk)) of "
-                     "each method under each oracle engine; methods ordered by their mean rank "
-                     "over the engines (paper Figure 7)."),
+                     "each method under each prior; methods ordered by their mean rank "
+                     "over the priors (paper Figure 7)."),
     Artefact("fig8_per_dataset_eu", "figures/fig8_per_dataset_eu.png", "figure",
              _F + "per_dataset_eu_figure", kind="figure", reads=(CONDITION_SCORES,),
              title="EU agreement per dataset (paper Figures 8–9)",
@@ -221,7 +221,7 @@ CATALOGUE: tuple[Artefact, ...] = (
                      "instances (per-dataset panels, paper Figures 8–9)."),
     # -- the rank histograms: figures of the checks job (after the figures in the report) -----
     Artefact("rank_histograms", "figures/rank_histograms.png", "checks", _CHECKS,
-             kind="figure", shown=False, title="Rank histograms, every family"),
+             kind="figure", shown=False, title="Rank histograms, every prior"),
     Artefact("rank_histograms_prior", "figures/rank_histograms_{prior}.png", "checks", _CHECKS,
              kind="figure", title="Rank histograms (paper Table 3's calibration check)",
              caption=_RANK_CAPTION),

@@ -1,34 +1,16 @@
 """The grid: conditions (dataset, prior, noise, coverage), what is implemented, what is tuned.
 
-A :class:`Condition` knows its cell and the paths of its files (:mod:`postrisk.grid.paths`).
+A :class:`~postrisk.tasks.key.Condition` knows its cell; the paths of its files are
+:func:`postrisk.grid.paths.condition_path`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from itertools import product
-from typing import NamedTuple
 
 from postrisk.covariates.registry import registry
-from postrisk.grid.paths import path
-
-
-class Condition(NamedTuple):
-    """One condition of the grid; an instance adds a seed."""
-
-    dataset: str
-    prior: str
-    noise: str
-    coverage: str
-
-    @property
-    def cell(self) -> tuple[str, str, str]:
-        """(dataset, noise, coverage): the instances of the three families that share seeds."""
-        return self.dataset, self.noise, self.coverage
-
-    def path(self, kind: str, **keys: object) -> str:
-        """The path of this condition's file of ``kind`` (``seed=``, ``method=`` as needed)."""
-        return path(kind, **self._asdict(), **keys)
+from postrisk.tasks.key import Condition
 
 
 def covariate_datasets(cfg: Mapping) -> list[str]:
@@ -63,8 +45,8 @@ def within(narrowing: Mapping, condition: tuple[str, str, str, str]) -> bool:
 
 
 def conditions(cfg: Mapping) -> Iterator[Condition]:
-    """(dataset, prior, noise, coverage) of the grid; ``prior_grid`` narrows a family's axes
-    (presets: e.g. the MCMC families on a subset of the demo's cells)."""
+    """(dataset, prior, noise, coverage) of the grid; ``prior_grid`` narrows a prior's axes
+    (presets: e.g. the MCMC priors on a subset of the demo's cells)."""
     narrow = cfg.get("prior_grid", {})
     for condition in product(cfg["datasets"], cfg["priors"], cfg["noise_modes"],
                              cfg["coverages"]):
@@ -73,12 +55,12 @@ def conditions(cfg: Mapping) -> Iterator[Condition]:
 
 
 def implemented_priors(cfg: Mapping) -> list[str]:
-    """The configured prior families the workflow can build today."""
+    """The configured priors the workflow can build today."""
     import importlib.util
 
-    from postrisk.priors.base import FAMILY_ENTRIES
+    from postrisk.priors.base import PRIOR_ENTRIES
 
-    available = {name for name, entry in FAMILY_ENTRIES.items()
+    available = {name for name, entry in PRIOR_ENTRIES.items()
                  if importlib.util.find_spec(entry.module) is not None}
     return [p for p in cfg["priors"] if p in available]
 
@@ -119,7 +101,7 @@ def is_tuned(cfg: Mapping, method: str, condition: tuple[str, str, str, str]) ->
 
 
 def implemented_conditions(cfg: Mapping) -> list[Condition]:
-    """The conditions of ``cfg`` whose prior family is implemented."""
+    """The conditions of ``cfg`` whose prior is implemented."""
     priors = implemented_priors(cfg)
     return [c for c in conditions(cfg) if c[1] in priors]
 

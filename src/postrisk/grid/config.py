@@ -39,7 +39,7 @@ def _positive_int() -> dict:
 
 
 def _narrowing(priors: bool = True) -> dict:
-    """A narrowing of the grid's axes (``prior_grid``'s per family, without ``priors``;
+    """A narrowing of the grid's axes (``prior_grid``'s per prior, without ``priors``;
     ``method_grid``'s per method; ``tuning.grid``): {axis: allowed values}."""
     axes = {"datasets": _names(task_datasets()), "priors": _names(PRIORS),
             "noise_modes": _names(NOISE_MODES), "coverages": _names(COVERAGES)}
@@ -59,7 +59,7 @@ def _cost_entry() -> dict:
 
 def _cost_model_schema(methods: tuple[str, ...] = METHODS) -> dict:
     """``cost_model``: global settings, then per stage one entry, or (stages whose cost depends
-    on the family or the method) one entry per family/method with a ``default``."""
+    on the prior or the method) one entry per prior/method with a ``default``."""
     by_name = {"type": "object", "additionalProperties": _cost_entry(),
                "propertyNames": {"enum": ["default", *PRIORS, *methods]},
                "required": ["default"]}

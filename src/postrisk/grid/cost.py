@@ -1,9 +1,9 @@
 """What a job asks of a cluster: threads, minutes and memory from the config's ``cost_model``,
-and a GPU where a prior family or a method declares one.
+and a GPU where a prior or a method declares one.
 
-Threads per stage and family or method; minutes and memory per unit, scaled with the rows the
+Threads per stage and prior or method; minutes and memory per unit, scaled with the rows the
 unit handles (:func:`unit_cost`); a job's request sums its units' minutes and takes the largest
-unit's memory (:func:`job_resources`). Accelerators come from declarations: a family's or a
+unit's memory (:func:`job_resources`). Accelerators come from declarations: a prior's or a
 method's registry entry says whether its heavy job wants one; with ``accelerator.use`` such jobs
 ask for ``gpu: 1`` and run in the ``jax-gpu`` environment.
 """
@@ -33,13 +33,13 @@ class Resources:
 
 
 def cost_entry(cfg: Mapping, stage: str, name: str | None = None) -> dict:
-    """The cost-model entry of ``stage`` (for a family or method ``name`` where the stage's
-    entry is per family/method: its own entry, else ``default``)."""
+    """The cost-model entry of ``stage`` (for a prior or method ``name`` where the stage's
+    entry is per prior/method: its own entry, else ``default``)."""
     model = cfg["cost_model"]
     if stage not in model:
         raise KeyError(f"cost_model has no entry for stage {stage!r}")
     entry = model[stage]
-    if "threads" not in entry:  # per family / per method
+    if "threads" not in entry:  # per prior / per method
         entry = entry.get(name) or entry.get("default")
         if entry is None:
             raise KeyError(f"cost_model.{stage} has no entry for {name!r} and no default")
@@ -95,15 +95,15 @@ def verify_resources(cfg: Mapping, dataset: str) -> Resources:
 
 
 def wants_accelerator(cfg: Mapping, stage: str, name: str) -> bool:
-    """Whether a job of ``stage`` for the family or method ``name`` asks for a GPU: its
-    registry entry declares one (posterior: the family; fit: the method; an outside method has
+    """Whether a job of ``stage`` for the prior or method ``name`` asks for a GPU: its
+    registry entry declares one (posterior: the prior; fit: the method; an outside method has
     no entry and runs on CPUs) and the config's ``accelerator.use`` is on."""
     if not cfg.get("accelerator", {}).get("use", False):
         return False
     if stage == "posterior":
-        from postrisk.priors.base import FAMILY_ENTRIES
+        from postrisk.priors.base import PRIOR_ENTRIES
 
-        return FAMILY_ENTRIES[name].accelerator
+        return PRIOR_ENTRIES[name].accelerator
     if stage == "fit":
         from postrisk.methods.table import METHOD_ENTRIES
 

@@ -7,9 +7,9 @@ unit; fewer keys batch units, so imports are paid and samplers compiled once (th
 Batching is this one parameter, not a second rule set: :func:`stage_rules` returns the rules of a
 stage and each rule the job of every wildcard assignment, with the units its script receives.
 
-A job's rule is named after the stage (``posterior_exact`` / ``posterior_mcmc``: the family's
+A job's rule is named after the stage (``posterior_exact`` / ``posterior_mcmc``: the prior's
 declared posterior kind). Jobs whose outputs differ in shape (a preset narrows a method or a
-family to part of the grid) get one rule each, named by what the rule's outputs have in common
+prior to part of the grid) get one rule each, named by what the rule's outputs have in common
 (:func:`rule_name`): the values of each axis where the rule covers only part of its stage's,
 e.g. ``fit_smooth_monotone_bump_balanced``. A name never counts methods and does not change
 when a method moves between rules; their wildcard constraints keep the rules apart.
@@ -34,9 +34,10 @@ from postrisk.grid.stages import (
     GroupingError,
     group_keys,
 )
+from postrisk.tasks.key import CONDITION_COLUMNS
 
 #: The axes a rule name may describe (a seed or a method is never part of one).
-NAMED_AXES = ("dataset", "prior", "noise", "coverage")
+NAMED_AXES = CONDITION_COLUMNS
 
 
 @dataclass
@@ -108,9 +109,9 @@ class StageRule:
 
 def _rule_base(stage: str, unit: Any) -> str:
     if stage == "posterior":
-        from postrisk.priors.base import FAMILY_ENTRIES
+        from postrisk.priors.base import PRIOR_ENTRIES
 
-        return f"posterior_{FAMILY_ENTRIES[unit.key.prior].posterior}"
+        return f"posterior_{PRIOR_ENTRIES[unit.key.prior].posterior}"
     return stage
 
 
@@ -234,7 +235,7 @@ def stage_rules(cfg: Mapping, stage: str, units: Sequence[Any]) -> list[StageRul
 
 def _simple_jobs(stage: str, units: Mapping[str, Sequence[Any]]
                  ) -> dict[tuple[str, ...], tuple[list[Any], list[tuple[str | None, str | None]]]]:
-    """Jobs of a stage that is not batched: wildcard values → (its units, the (family or
+    """Jobs of a stage that is not batched: wildcard values → (its units, the (prior or
     method, dataset) pairs its cost sums: :func:`~postrisk.grid.cost.unit_cost`'s arguments)."""
     if stage == "checks":  # one job reading every task store
         costs = [(None, u.dataset) for u in units["posterior"]]

@@ -11,6 +11,8 @@ wildcard for Snakemake.
 
 from __future__ import annotations
 
+from postrisk.tasks.key import KEY_COLUMNS, Condition
+
 RESULTS = "results"
 
 TEMPLATES: dict[str, str] = {
@@ -28,8 +30,7 @@ TEMPLATES: dict[str, str] = {
 }
 
 #: Every key a template may use, each matching itself as a Snakemake wildcard.
-WILDCARDS = {key: "{" + key + "}" for key in
-             ("dataset", "prior", "noise", "coverage", "seed", "method")}
+WILDCARDS = {key: "{" + key + "}" for key in (*KEY_COLUMNS, "method")}
 
 
 def path(kind: str, root: str = RESULTS, **keys: object) -> str:
@@ -41,6 +42,11 @@ def path(kind: str, root: str = RESULTS, **keys: object) -> str:
     if kind not in TEMPLATES:
         raise KeyError(f"unknown output kind {kind!r}; known: {', '.join(TEMPLATES)}")
     return f"{root}/" + TEMPLATES[kind].format(**{**WILDCARDS, **keys})
+
+
+def condition_path(condition: Condition, kind: str, **keys: object) -> str:
+    """The path of ``condition``'s file of ``kind`` (``seed=``, ``method=`` as needed)."""
+    return path(kind, **condition._asdict(), **keys)
 
 
 def _fields(keys: tuple[str, ...], sep: str) -> str:

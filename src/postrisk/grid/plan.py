@@ -1,12 +1,20 @@
-"""The plan of a configuration as a person reads it (its jobs and what they request, per rule)
-and the guard against running the full grid locally by accident."""
+"""The plan of a configuration as a person reads it (its jobs and what they request, per rule;
+where its outputs are) and the guard against running the full grid locally by accident."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-from postrisk.grid.conditions import conditions, implemented_methods, implemented_priors
+from postrisk.grid.artefacts import artefact, stage_artefacts
+from postrisk.grid.conditions import (
+    conditions,
+    covariate_datasets,
+    implemented_methods,
+    implemented_priors,
+)
+from postrisk.grid.paths import RESULTS, path
 from postrisk.grid.planner import Planner
 
 
@@ -28,7 +36,7 @@ class RulePlan:
 
 def plan(cfg: Mapping, planner: Planner | None = None) -> list[RulePlan]:
     """Per rule of the workflow for ``cfg``: its jobs and what they request (threads, runtime
-    and memory from ``cost_model``; a GPU where the family or method declares one);
+    and memory from ``cost_model``; a GPU where the prior or method declares one);
     ``planner``: the config's planner, when the caller has built it already."""
     rows = []
     for stage, rules in (planner or Planner(cfg)).rules.items():
@@ -83,6 +91,43 @@ def plan_report(cfg: Mapping, planner: Planner | None = None) -> str:
         lines.append(f"(not implemented yet, not planned: priors {missing_priors or '-'}; "
                      f"{len(missing_methods)} methods)")
     return "\n".join(lines)
+
+
+def output_lines(cfg: Mapping, results: str | Path = RESULTS) -> Iterator[str]:
+    """Where the outputs of ``cfg`` are under ``results``, line by line (``postrisk outputs``):
+    each covariate store with its headline facts, how many task stores are present, every
+    table, figure and page of the catalogue (the release: ``snakemake release``), each marked
+    where missing, and the report's address."""
+    from postrisk.covariates.build import summarize_store
+
+    root = str(results)
+    scale = cfg["scale"]
+    note = "" if scale == "paper" else f" ({scale} scale — not comparable to the paper)"
+    yield f"outputs{note}:"
+    yield f"  covariates: {Path(root) / 'covariates'}/"
+    for name in covariate_datasets(cfg):
+        store = Path(path("covariates", root, dataset=name))
+        if store.exists():
+            s = summarize_store(store)
+            yield (f"    {store}  d/N = {s['d']}/{s['N']:,}  n_eval = {s['n_eval']:,}  "
+                   f"outermost-shell share (eval) = {s['outer_shell_share_eval']:.3f}")
+        else:
+            yield f"    {store}  (missing)"
+    planner = Planner(cfg)
+    if planner.conditions:
+        tasks = [Path(path("task", root, **c._asdict(), seed=s))
+                 for c in planner.conditions for s in planner.seeds.task_seeds]
+        present = sum(t.exists() for t in tasks)
+        yield f"  task stores: {Path(root) / 'tasks'}/  ({present} of {len(tasks)} present)"
+        for stage in ("checks", "tables", "figure", "report"):
+            for item in planner.artefacts(*stage_artefacts(stage), root=root):
+                keys = ", ".join(str(v) for _, v in item.keys)
+                label = item.entry.title + (f" ({keys})" if keys else "")
+                out = Path(item.path)
+                yield f"  {label}: {out}" + ("" if out.exists() else "  (missing)")
+        report = Path(artefact("report").path_of(root))
+        yield (f"report (open in a browser): {report.resolve().as_uri()}"
+               + ("" if report.exists() else "  (missing)"))
 
 
 def guard_message(cfg: Mapping, planner: Planner | None = None) -> str | None:

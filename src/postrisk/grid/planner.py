@@ -31,6 +31,7 @@ from postrisk.grid.conditions import (
 )
 from postrisk.grid.config import load_config
 from postrisk.grid.jobs import StageRule, workflow_rules
+from postrisk.grid.paths import condition_path
 from postrisk.grid.seeds import SeedPolicy
 from postrisk.grid.stages import UNIT_KEYS
 from postrisk.grid.units import stage_units
@@ -74,7 +75,8 @@ class Planner:
     def task_stores(self) -> list[str]:
         """Every task store, condition by condition, seed by seed (the order in which the
         checks read them: their tables' rows and bootstrap follow it)."""
-        return [c.path("task", seed=s) for c in self.conditions for s in self.seeds.task_seeds]
+        return [condition_path(c, "task", seed=s) for c in self.conditions
+                for s in self.seeds.task_seeds]
 
     def score_tables(self) -> list[str]:
         return [u.out for u in self.units["score"]]

@@ -1,6 +1,6 @@
 """The seed policy of a configuration: which seeds are built, and which a condition may use.
 
-A cell is (dataset, noise, coverage); its instances of the three prior families share a seed.
+A cell is (dataset, noise, coverage); its instances of the three priors share a seed.
 With BNN in the grid every candidate seed (``seeds.candidates``) is built and the cell's BNN R̂
 decides at run time which are valid (``postrisk.tasks.validity``, the one home of that rule);
 without it the first ``valid_per_cell`` seeds are all there is.

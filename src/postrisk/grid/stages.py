@@ -11,17 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from postrisk.tasks.key import CONDITION_COLUMNS, KEY_COLUMNS
+
 #: Stages in the order the workflow runs them.
 STAGES = ("covariates", "prior", "sample", "posterior", "valid_seeds", "checks", "fit", "score",
           "disentanglement", "tables", "figure", "report")
 
 #: The keys of one unit of each batchable stage, in path order.
 UNIT_KEYS: dict[str, tuple[str, ...]] = {
-    "sample": ("dataset", "prior", "noise", "coverage", "seed"),
-    "posterior": ("dataset", "prior", "noise", "coverage", "seed"),
-    "fit": ("dataset", "prior", "noise", "coverage", "method"),
+    "sample": KEY_COLUMNS,
+    "posterior": KEY_COLUMNS,
+    "fit": (*CONDITION_COLUMNS, "method"),
 }
-#: Keys every job of a batchable stage must fix: one family per posterior process (bartz needs
+#: Keys every job of a batchable stage must fix: one prior per posterior process (bartz needs
 #: JAX x64 off, the BNN posterior on), one method per fit process.
 FIXED_KEYS: dict[str, tuple[str, ...]] = {"sample": (), "posterior": ("prior",),
                                          "fit": ("method",)}
@@ -41,13 +43,13 @@ SIMPLE_KEYS: dict[str, tuple[str, ...]] = {
     "prior": ("dataset", "prior"),
     "valid_seeds": ("dataset", "noise", "coverage"),
     "checks": (),
-    "score": ("dataset", "prior", "noise", "coverage"),
-    "disentanglement": ("dataset", "prior", "noise", "coverage", "seed", "method"),
+    "score": CONDITION_COLUMNS,
+    "disentanglement": (*KEY_COLUMNS, "method"),
     "tables": (),
     "figure": ("name",),
     "report": (),
 }
-#: Stages whose cost entry is per prior family or per method.
+#: Stages whose cost entry is per prior or per method.
 COST_BY = {"prior": "prior", "sample": "prior", "posterior": "prior", "fit": "method",
            "disentanglement": "method"}
 

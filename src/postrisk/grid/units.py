@@ -2,7 +2,7 @@
 
 A unit is the smallest piece of work of a stage (:mod:`postrisk.grid.stages`); it carries what
 its step function (:mod:`postrisk.workflow.steps`) needs, paths included, and the step takes it
-as it is. Every unit says the values of its stage's keys (:attr:`wildcards`), the family or
+as it is. Every unit says the values of its stage's keys (:attr:`wildcards`), the prior or
 method its cost entry is looked up by (:attr:`cost_name`) and the dataset whose rows scale its
 cost (:attr:`dataset`). The enumerations return units in a fixed order; which seeds a unit uses
 comes from the one :class:`~postrisk.grid.seeds.SeedPolicy` of the configuration, and the
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from postrisk.grid.conditions import (
@@ -26,7 +27,7 @@ from postrisk.grid.conditions import (
     training_size,
     within,
 )
-from postrisk.grid.paths import path
+from postrisk.grid.paths import condition_path, path
 from postrisk.grid.seeds import SeedPolicy, task_seeds
 from postrisk.tasks.key import TaskKey, config_digest
 
@@ -55,7 +56,7 @@ class CovariatesUnit:
 
 @dataclass(frozen=True)
 class PriorUnit:
-    """One (dataset, family)'s fitted prior parameters."""
+    """One (dataset, prior)'s fitted prior parameters."""
 
     dataset: str
     prior: str
@@ -97,7 +98,7 @@ class _InstanceUnit:
 @dataclass(frozen=True)
 class SampleUnit(_InstanceUnit):
     """One instance's sample store: training inputs, f* and noisy targets (``n`` training rows;
-    ``digest``: its family's sample settings, :func:`postrisk.tasks.key.config_digest`)."""
+    ``digest``: its prior's sample settings, :func:`postrisk.tasks.key.config_digest`)."""
 
     key: TaskKey
     covariates: str
@@ -257,14 +258,14 @@ def covariates_units(cfg: Mapping) -> list[CovariatesUnit]:
 
 
 def prior_units(cfg: Mapping) -> list[PriorUnit]:
-    """One per (dataset, family) of the implemented conditions, in condition order."""
+    """One per (dataset, prior) of the implemented conditions, in condition order."""
     pairs = dict.fromkeys((c.dataset, c.prior) for c in implemented_conditions(cfg))
     return [PriorUnit(d, p, path("covariates", dataset=d), path("prior", dataset=d, prior=p))
             for d, p in pairs]
 
 
 def _instance_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
-    """Every instance, family by family; within a family dataset by dataset, its cells in
+    """Every instance, prior by prior; within a prior dataset by dataset, its cells in
     sorted order, every built seed."""
     by_prior: dict[str, list[Condition]] = {}
     for c in implemented_conditions(cfg):
@@ -298,25 +299,26 @@ def posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[PosteriorUnit]:
 def valid_seeds_units(cfg: Mapping, policy: SeedPolicy) -> list[ValidSeedsUnit]:
     """One per cell with BNN instances (their R̂ decides the cell's valid seeds)."""
     n_valid = int(cfg["seeds"]["valid_per_cell"])
-    return [ValidSeedsUnit(c.cell, tuple(c.path("task", seed=s) for s in policy.task_seeds),
-                           n_valid, c.path("seed_selection"))
+    return [ValidSeedsUnit(c.cell, tuple(condition_path(c, "task", seed=s)
+                                         for s in policy.task_seeds),
+                           n_valid, condition_path(c, "seed_selection"))
             for c in implemented_conditions(cfg) if c.prior == "bnn"]
 
 
 def _selection(policy: SeedPolicy, c: Condition) -> tuple[str, ...]:
-    return (c.path("seed_selection"),) if policy.bnn_decides(c) else ()
+    return (condition_path(c, "seed_selection"),) if policy.bnn_decides(c) else ()
 
 
 def fit_unit(cfg: Mapping, policy: SeedPolicy, c: Condition, method: str) -> FitUnit:
     seeds = tuple(policy.condition_seeds(c))
+    at = partial(condition_path, c)
     return FitUnit(method=method, condition=c, seeds=seeds,
-                   samples=tuple(c.path("sample", seed=s) for s in seeds),
+                   samples=tuple(at("sample", seed=s) for s in seeds),
                    selection=_selection(policy, c), n_valid=int(cfg["seeds"]["valid_per_cell"]),
                    settings=cfg.get("method_settings", {}).get(method, {}),
                    tuning=cfg["tuning"] if is_tuned(cfg, method, c) else None,
-                   journal=c.path("tuning_journal", method=method),
-                   fits=c.path("fit", method=method), config=c.path("tuning_result",
-                                                                    method=method))
+                   journal=at("tuning_journal", method=method),
+                   fits=at("fit", method=method), config=at("tuning_result", method=method))
 
 
 def fit_units(cfg: Mapping, policy: SeedPolicy) -> list[FitUnit]:
@@ -331,10 +333,11 @@ def score_units(cfg: Mapping, policy: SeedPolicy) -> list[ScoreUnit]:
     for c in implemented_conditions(cfg):
         seeds = tuple(policy.condition_seeds(c))
         methods = tuple(condition_methods(cfg, c))
-        units.append(ScoreUnit(c, seeds, tuple(c.path("task", seed=s) for s in seeds), methods,
-                               tuple(c.path("fit", method=m) for m in methods),
+        at = partial(condition_path, c)
+        units.append(ScoreUnit(c, seeds, tuple(at("task", seed=s) for s in seeds), methods,
+                               tuple(at("fit", method=m) for m in methods),
                                _selection(policy, c), int(cfg["seeds"]["valid_per_cell"]),
-                               c.path("scores")))
+                               at("scores")))
     return units
 
 
@@ -351,10 +354,11 @@ def disentanglement_units(cfg: Mapping) -> list[DisentanglementUnit]:
     for c in implemented_conditions(cfg):
         if not within(de.get("grid", {}), c):
             continue
+        at = partial(condition_path, c)
         for method in (m for m in methods if fits_method(cfg, m, c)):
-            units += [DisentanglementUnit(c, int(s), method, c.path("task", seed=s),
-                                          c.path("fit", method=method),
-                                          c.path("disentanglement", seed=s, method=method))
+            units += [DisentanglementUnit(c, int(s), method, at("task", seed=s),
+                                          at("fit", method=method),
+                                          at("disentanglement", seed=s, method=method))
                       for s in de.get("seeds", []) if s in built]
     return units
 

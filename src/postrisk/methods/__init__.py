@@ -1,5 +1,8 @@
-"""Uncertainty methods (docs/design.md, "Methods"): the interface, the guarded fit, the
-registry and the reference rows. Names are imported lazily so
+"""Uncertainty methods (docs/design.md, "Methods"): the interface, the guarded fit, fit
+records, the ensemble reducer, the registry and the method table (`postrisk.methods.table`).
+The table lists the reference rows (`oracle`, `mahalanobis`, `knn10`, `constant_au`) by name
+only; the rows themselves are functions of a task's arrays and live in
+`postrisk.evaluation.reference_rows`. Names are imported lazily so
 `import postrisk.methods.registry` stays light."""
 
 from postrisk.core.lazy import lazy_exports

@@ -62,8 +62,8 @@ import numpy as np
 import optax
 
 from postrisk.core.threads import thread_limit
-from postrisk.gp.exact import condition, predictive_moments
-from postrisk.gp.kernels import kernel_component, negative_log_marginal_per_point
+from postrisk.gp.kernels import kernel_component
+from postrisk.gp.linalg import condition, negative_log_marginal_per_point, predictive_moments
 from postrisk.methods.interface import Prediction, UncertaintyMethod
 from postrisk.methods.nn.backbone import BackboneSpec, apply_backbone, init_backbone
 from postrisk.methods.nn.train import train

@@ -8,7 +8,7 @@ Everything is reused from the project's kernel and GP code: the kernel family
 ``(f"matern{ν}", "linear")`` of :mod:`postrisk.gp.kernels` (written as
 signal_var·(w_m·k_ν + w_l·k_lin) with relative weights w summing to 1 and per-dimension linear
 variances, i.e. σ_m² = signal_var·w_m, σ_l²·xᵀx′ with ARD variances), its type-II fit
-:func:`~postrisk.gp.kernels.fit_kernel` (constant mean, signal and noise variance; weak
+:func:`~postrisk.gp.fit.fit_kernel` (constant mean, signal and noise variance; weak
 hyper-priors, i.e. MAP-II rather than plain ML-II) and the exact float64 conditioning of
 :mod:`postrisk.gp.exact` used for the reference posteriors of the GP tasks.
 
@@ -104,7 +104,8 @@ class ExactGP(UncertaintyMethod):
 
     def _fit(self, x: np.ndarray, y: np.ndarray) -> ExactGP:
         from postrisk.gp.exact import posterior_predictor
-        from postrisk.gp.kernels import Kernel, fit_kernel
+        from postrisk.gp.fit import fit_kernel
+        from postrisk.gp.kernels import Kernel
 
         t0 = time.perf_counter()
         self._check_hyper()

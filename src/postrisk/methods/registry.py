@@ -88,3 +88,14 @@ def make_method(name: str, config: dict[str, Any] | None = None, random_state: i
                 n_threads: int = 1) -> UncertaintyMethod:
     """An unfitted instance: ``get_method(name)(random_state=..., n_threads=..., **config)``."""
     return get_method(name)(random_state=random_state, n_threads=n_threads, **(config or {}))
+
+
+def make_model(method: str, settings: dict[str, Any] | None = None) -> Any:
+    """A fresh, unfitted model for ``postrisk evaluate``: an outside method by its location
+    (``module:Class``, built with ``settings`` as they are), else the built-in method
+    ``make_method(method, settings)``."""
+    from postrisk.methods.outside import import_location, is_location
+
+    if is_location(method):
+        return import_location(method)(**(settings or {}))
+    return make_method(method, settings)

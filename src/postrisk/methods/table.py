@@ -1,7 +1,7 @@
 """The method table: one row per built-in method and per reference row (docs/methods.md).
 
 Each :class:`MethodEntry` says what a method is called in the registry and file paths
-(``name``), what the paper's tables call it (``display_name``), which family it belongs to
+(``name``), what the paper's tables call it (``display_name``), which prior it belongs to
 (``group``), where its class lives (``location``, ``"module:Class"``, imported on first use —
 reading the table imports no numerical stack) and whether its fit jobs want a GPU
 (``accelerator``). Everything else reads it: the registry, each class's ``name`` and
@@ -16,7 +16,7 @@ from typing import Any
 
 from postrisk.core.lazy import Entry
 
-#: The method groups → the prior family each is matched to in the matched-prior comparison
+#: The method groups → the prior each is matched to in the matched-prior comparison
 #: (paper App. D.1, Figure 7): GP-based methods ↔ the GP oracle, tree ensembles ↔ HBART, neural
 #: networks (SNGP-Het included, as in the paper's Tables 8–10) ↔ the BNN oracle. Reference
 #: rows are matched to none.
@@ -98,6 +98,6 @@ def entry_at(location: str) -> MethodEntry | None:
 
 
 def matched_groups() -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Method group → (its matched prior family, its methods in table order)."""
+    """Method group → (its matched prior, its methods in table order)."""
     return {group: (prior, tuple(e.name for e in METHOD_TABLE if e.group == group))
             for group, prior in GROUP_PRIORS.items() if prior is not None}

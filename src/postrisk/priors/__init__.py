@@ -1,1 +1,1 @@
-"""Priors over functions (docs/design.md, "Priors"): the GP, HBART and BNN families."""
+"""Priors over functions (docs/design.md, "Priors"): the GP, HBART and BNN priors."""

@@ -1,12 +1,14 @@
-"""Prior families behind one interface: fit per dataset, draw f*, condition on a sample.
+"""Priors behind one interface: fit per dataset, draw f*, condition on a sample.
 
-A family knows (1) how to fix its per-dataset parameters once, before any task (GP: kernel
+A prior knows (1) how to fix its per-dataset parameters once, before any task (GP: kernel
 hyper-parameters fitted to the real target, then the scale constant ``a``), (2) how to draw the
 ground truth f* jointly at given rows, and (3) how to condition on a training sample with known
 noise variances and return D posterior draws at the evaluation rows followed by the training
-rows. Families: ``gp`` (exact), ``hbart`` (bartz MCMC), ``bnn`` (NumPyro NUTS); the MCMC families
-live in their own modules and are imported only when asked for (bartz needs JAX x64 off, the BNN
-posterior needs it on: one family per process).
+rows. Priors: ``gp`` (exact), ``hbart`` (bartz MCMC), ``bnn`` (NumPyro NUTS), one package
+each (``postrisk.priors.<prior>``: the prior model, and for the MCMC priors the sampler and
+the prior class over both); a prior is imported only when asked for (bartz needs JAX x64 off,
+the BNN posterior needs it on: one prior per process). Every prior's scale constant ``a``
+follows one rule, :func:`scale_constant`.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class PosteriorResult:
 
 def training_targets(n_train: int, y_train, noise_var_train) -> tuple[np.ndarray, np.ndarray]:
     """y and the noise variances as float64 vectors of length ``n_train``; raises on a length
-    mismatch, non-finite values or non-positive variances (the MCMC families' input check)."""
+    mismatch, non-finite values or non-positive variances (the MCMC priors' input check)."""
     y = np.asarray(y_train, dtype=np.float64).reshape(-1)
     nv = np.asarray(noise_var_train, dtype=np.float64).reshape(-1)
     if y.shape[0] != n_train or nv.shape[0] != n_train:
@@ -63,17 +65,29 @@ def training_targets(n_train: int, y_train, noise_var_train) -> tuple[np.ndarray
     return y, nv
 
 
-class PriorFamily(Protocol):
-    """What a prior family provides (docs/design.md, "Priors" and "Task instances").
+def scale_constant(unit_draws: np.ndarray) -> float:
+    """The scale constant of every prior: ``unit_draws`` are independent prior draws of f with
+    unit scale (a = 1), shaped (draws, evaluation rows); the SD of each draw over the rows
+    (``np.std``, ddof 0, duplicate rows counted as rows); ``a = 1 / median SD``, so that draws
+    with scale ``a`` have a median SD of 1 over the evaluation pool."""
+    sd = np.std(np.asarray(unit_draws, dtype=np.float64), axis=1)
+    med = float(np.median(sd))
+    if not med > 0:
+        raise ValueError("prior draws have zero spread over the evaluation points")
+    return 1.0 / med
+
+
+class Prior(Protocol):
+    """What a prior provides (docs/design.md, "Priors" and "Task instances").
 
     ``fit``: per-dataset parameters fixed before any task (``settings`` = the config section
-    ``<family>_prior``; ``x`` all scaled covariate rows, ``target`` the real target, which only
-    the GP uses); returns a JSON-able dict with at least ``family`` and the scale constant ``a``.
+    ``<prior>_prior``; ``x`` all scaled covariate rows, ``target`` the real target, which only
+    the GP uses); returns a JSON-able dict with at least ``prior`` and the scale constant ``a``.
     ``sample``: one draw of f* jointly at the rows ``x``; ``info`` (a dict), when given, receives
     how it was drawn (GP: which jitter step of the Cholesky factor, or the eigendecomposition
     fallback). ``posterior``: condition the same prior on (x_train, y_train) with the noise
     variances known; draws at [x_eval; x_train] (``settings`` = the config section
-    ``posterior.<family>``); the result's ``settings`` record what the sampler ran on.
+    ``posterior.<prior>``); the result's ``settings`` record what the sampler ran on.
     """
 
     name: str
@@ -90,27 +104,27 @@ class PriorFamily(Protocol):
 
 
 @dataclass(frozen=True)
-class FamilyEntry(Entry):
-    """A family's registration: its class and what its reference posterior needs —
+class PriorEntry(Entry):
+    """A prior's registration: its class and what its reference posterior needs —
     ``posterior`` "exact" (closed form) or "mcmc" (the workflow's rules ``posterior_exact`` and
     ``posterior_mcmc``), ``accelerator`` whether that job wants a GPU."""
 
     posterior: str = "exact"
 
 
-#: family name → its entry; classes imported on first use (keeps bartz and NumPyro out of GP
+#: prior name → its entry; classes imported on first use (keeps bartz and NumPyro out of GP
 #: jobs, and the workflow reads the declarations without importing any of them).
-FAMILY_ENTRIES: dict[str, FamilyEntry] = {
-    "gp": FamilyEntry("postrisk.priors.gp:GaussianProcessFamily", posterior="exact",
+PRIOR_ENTRIES: dict[str, PriorEntry] = {
+    "gp": PriorEntry("postrisk.priors.gp.model:GaussianProcessPrior", posterior="exact",
                       accelerator=False),
-    "hbart": FamilyEntry("postrisk.priors.hbart:HeteroscedasticBartFamily", posterior="mcmc",
-                         accelerator=True),
-    "bnn": FamilyEntry("postrisk.priors.bnn:BayesianNeuralNetworkFamily", posterior="mcmc",
-                       accelerator=True),
+    "hbart": PriorEntry("postrisk.priors.hbart.prior:HeteroscedasticBartPrior",
+                         posterior="mcmc", accelerator=True),
+    "bnn": PriorEntry("postrisk.priors.bnn.prior:BayesianNeuralNetworkPrior",
+                       posterior="mcmc", accelerator=True),
 }
 
 
-def get_family(name: str) -> PriorFamily:
-    if name not in FAMILY_ENTRIES:
-        raise KeyError(f"unknown prior family {name!r}; known: {', '.join(FAMILY_ENTRIES)}")
-    return FAMILY_ENTRIES[name].load()()
+def get_prior(name: str) -> Prior:
+    if name not in PRIOR_ENTRIES:
+        raise KeyError(f"unknown prior {name!r}; known: {', '.join(PRIOR_ENTRIES)}")
+    return PRIOR_ENTRIES[name].load()()

@@ -21,11 +21,12 @@ MANIFEST_VERSION = 1
 DOWNLOAD_KEYS = ("base_url", "download_dir", "datasets", "priors", "retries", "timeout_s")
 
 
-def download_settings(section: Mapping[str, Any] | None) -> dict:
+def download_settings(section: Mapping[str, Any] | None, **overrides: Any) -> dict:
     """The download settings of a validated configuration's ``release`` section (see
     ``postrisk.grid.read_config``): :data:`DOWNLOAD_KEYS`, ``datasets``/``priors`` None when
-    absent. A configuration without the section, or without a required key, is a
-    ``ConfigError``."""
+    absent, then ``overrides`` (keys of :data:`DOWNLOAD_KEYS`, a command line's options; empty
+    ones — None, [], 0 — ignored). A configuration without the section, or without a required
+    key, is a ``ConfigError``."""
     from postrisk.grid.config import ConfigError
 
     if not section:
@@ -34,7 +35,10 @@ def download_settings(section: Mapping[str, Any] | None) -> dict:
     missing = [k for k in DOWNLOAD_KEYS if k not in section and k not in ("datasets", "priors")]
     if missing:
         raise ConfigError(f"config key 'release': {missing} missing")
-    return {k: section.get(k) for k in DOWNLOAD_KEYS}
+    unknown = sorted(set(overrides) - set(DOWNLOAD_KEYS))
+    if unknown:
+        raise TypeError(f"download_settings: unknown settings {unknown}")
+    return {k: overrides.get(k) or section.get(k) for k in DOWNLOAD_KEYS}
 
 
 def instances_file(dataset: str, prior: str) -> str:

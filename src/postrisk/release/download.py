@@ -17,9 +17,10 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from postrisk.core.download import (
     DownloadChecksumError,
@@ -174,3 +175,21 @@ def download_release(base_url: str | None, dest: str | Path, *,
                 len(report.downloaded), f"{report.bytes_downloaded:,}", report.seconds,
                 len(report.skipped), dest)
     return report
+
+
+def download_configured(settings: Mapping[str, Any]) -> DownloadReport:
+    """:func:`download_release` with the settings of ``postrisk.release.download_settings``
+    (what ``postrisk download`` runs): the release at ``base_url`` into ``download_dir``."""
+    return download_release(settings["base_url"], Path(settings["download_dir"]),
+                            datasets=settings["datasets"], priors=settings["priors"],
+                            retries=settings["retries"], timeout_s=settings["timeout_s"])
+
+
+def download_summary(report: DownloadReport, dest: str | Path) -> str:
+    """What a download did, and how to load its tasks (``dest``: where the release is)."""
+    dest = Path(dest)
+    return (f"{len(report.downloaded)} file(s) downloaded and verified "
+            f"({report.bytes_downloaded / 1e6:.1f} MB in {report.seconds:.1f} s), "
+            f"{len(report.skipped)} already here and valid; release in {dest}\n"
+            f"load a task: postrisk.load_task('<dataset>/<prior>/<noise>/<coverage>/<seed>',"
+            f" root={str(dest)!r}); list them: postrisk.list_tasks(root={str(dest)!r})")

@@ -25,13 +25,13 @@ from pathlib import Path
 from postrisk.grid.paths import TEMPLATES
 from postrisk.release import MANIFEST, MANIFEST_FORMAT, MANIFEST_VERSION
 from postrisk.release.pack import group_sha256
-from postrisk.tasks.key import TaskKey
+from postrisk.tasks.key import KEY_COLUMNS, TaskKey
 from postrisk.tasks.store import validate_store
 from postrisk.tasks.task import Task
 
 #: The environment variable naming the default root.
 DATA_ENV = "POSTRISK_DATA"
-FILTERS = ("dataset", "prior", "noise", "coverage", "seed")
+FILTERS = KEY_COLUMNS
 
 
 class ReleaseError(ValueError):
@@ -77,6 +77,20 @@ def _packaged_download_dir() -> Path:
 def default_root() -> Path:
     """``$POSTRISK_DATA``, else the packaged default configuration's ``release.download_dir``."""
     return Path(os.environ.get(DATA_ENV) or _packaged_download_dir())
+
+
+def configured_root(root: str | Path | None = None,
+                    configfiles: Iterable[str | Path] | None = None) -> str | Path | None:
+    """Where a command looks tasks up: ``root``, else ``$POSTRISK_DATA`` (None, which
+    :func:`load_task` reads as that), else the ``release.download_dir`` of the configuration
+    ``postrisk.grid.read_config(*configfiles)`` (where ``postrisk download`` puts a release)."""
+    if root is not None or os.environ.get(DATA_ENV):
+        return root
+    from postrisk.grid.config import read_config
+    from postrisk.release import download_settings
+
+    release = read_config(*(configfiles or ())).get("release")
+    return Path(download_settings(release)["download_dir"])
 
 
 def read_manifest(root: str | Path) -> dict:

@@ -7,7 +7,7 @@ are zstd-compressed already, and a stored member can be read in place), one grou
 the instance group's ``zarr.json`` gains the attribute ``released_without``. Each dataset adds
 one file of per-dataset artefacts (the paper's App. B.7): its covariate store (processed
 covariates, the evaluation/candidate split, the scale constants, shells, PC1 loadings), each
-prior family's fitted settings (scale constant, kernel hyper-parameters) and the noise
+prior's fitted settings (scale constant, kernel hyper-parameters) and the noise
 parameters of each mode.
 
 Packing is deterministic — members in sorted order, fixed timestamps and permissions — so the
@@ -42,7 +42,7 @@ from postrisk.release import (
     instances_file,
 )
 from postrisk.tasks import TASK_SCHEMA_VERSION
-from postrisk.tasks.key import TaskKey
+from postrisk.tasks.key import KEY_COLUMNS, TaskKey
 from postrisk.tasks.store import RELEASE_OMITTED, validate_store
 
 logger = logging.getLogger(__name__)
@@ -321,7 +321,7 @@ def release_instances(table, task_store) -> list[ReleaseInstance]:
     bnn_rhat = {(r.dataset, r.noise, r.coverage, int(r.seed)): float(r.max_rhat)
                 for r in bnn.itertuples()}
     out = []
-    for row in table.sort_values(["dataset", "prior", "noise", "coverage", "seed"]).itertuples():
+    for row in table.sort_values(list(KEY_COLUMNS)).itertuples():
         key = TaskKey(row.dataset, row.prior, row.noise, row.coverage, int(row.seed))
         reason = ""
         if not bool(row.valid):

@@ -18,7 +18,7 @@ from postrisk.tasks.validity import RHAT_STRICT, mark_valid
 
 
 def collect_checks(task_paths: Sequence[str | Path]):
-    """Per-instance check summaries and per-family pooled point arrays, reading no draws."""
+    """Per-instance check summaries and per-prior pooled point arrays, reading no draws."""
     rows, ranks, mcse, n_draws = [], {}, {}, {}
     for path in task_paths:
         ds = open_zarr(path, load=False)
@@ -55,7 +55,7 @@ def collect_checks(task_paths: Sequence[str | Path]):
 def _table3_over(task_paths, instances: pd.DataFrame, column: str, scale: str,
                  rng: np.random.Generator) -> tuple[pd.DataFrame, dict]:
     """Table 3 over the instances flagged in ``column``, with the dropped counts, and the
-    pooled per-family point arrays."""
+    pooled per-prior point arrays."""
     paths = [p for p, ok in zip(task_paths, instances[column], strict=True) if ok]
     if not paths:
         return pd.DataFrame({"scale": [], "prior": []}), {}
@@ -107,10 +107,10 @@ def _rank_histogram_axes(ax, prior: str, shares: np.ndarray, expected: np.ndarra
 
 def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
                  rng: np.random.Generator, n_valid: int, sensitivity_csv=None,
-                 family_figures: dict[str, str] | None = None) -> pd.DataFrame:
+                 prior_figures: dict[str, str] | None = None) -> pd.DataFrame:
     """Table 3 over the valid instances (R̂ ≤ 1.05 rule) and, in ``sensitivity_csv``, over those
     whose BNN R̂ ≤ 1.01; the per-instance CSV keeps dropped ones, flagged; rank histograms
-    of all families in one figure and one figure per family."""
+    of all priors in one figure and one figure per prior."""
     instances = mark_valid(collect_checks(task_paths)[0], n_valid)
     table, points = _table3_over(task_paths, instances, "valid", scale, rng)
     for path in (table_csv, instances_csv):
@@ -130,7 +130,7 @@ def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
         _rank_histogram_axes(ax, prior, pts["rank_hist"], pts["rank_expected"], n_inst[prior],
                              n_pts[prior])
     save_figure(fig, figure_png, scale)
-    for prior, path in (family_figures or {}).items():
+    for prior, path in (prior_figures or {}).items():
         fig, ax = plt.subplots(figsize=(4.5, 3.2))
         if prior in points:
             _rank_histogram_axes(ax, prior, points[prior]["rank_hist"],

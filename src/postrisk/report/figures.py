@@ -28,9 +28,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from postrisk.grid.artefacts import CONDITION_SCORES, figure_files
+from postrisk.grid.vocabulary import PRIORS
 from postrisk.methods.registry import display_name
 from postrisk.methods.table import REFERENCE_ROWS
 from postrisk.report.style import scale_note
+from postrisk.tasks.key import KEY_COLUMNS
 
 #: Okabe–Ito colours (colour-blind safe), in the order the series use them.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
@@ -41,9 +43,8 @@ RHO_TARGETS = {"eu_posterior_excess_risk": "EU vs posterior excess risk",
                "eu_posterior_variance": "EU vs posterior variance",
                "eu_pointwise_excess_risk": "EU vs point-wise excess risk",
                "au": "AU vs noise variance"}
-ENGINES = ("gp", "hbart", "bnn")
-ENGINE_LABELS = {"gp": "GP oracle", "hbart": "HBART oracle", "bnn": "BNN oracle"}
-ENGINE_MARKERS = {"gp": "o", "hbart": "s", "bnn": "^"}
+PRIOR_LABELS = {"gp": "GP oracle", "hbart": "HBART oracle", "bnn": "BNN oracle"}
+PRIOR_MARKERS = {"gp": "o", "hbart": "s", "bnn": "^"}
 
 ROW_INCH = 0.24  # height of one method row
 GAP = 0.8  # extra rows between the fitted methods and the reference rows
@@ -306,8 +307,8 @@ def figure_entanglement(table8: pd.DataFrame, table9: pd.DataFrame, scale: str,
 
 # -- Figure 7: matched prior ------------------------------------------------------------------
 def draw_matched_prior(ranks: pd.DataFrame) -> Figure:
-    """Mean within-condition rank per method under each oracle engine; methods ordered by their
-    mean rank over the engines, rank 1 at the left and the best method at the top."""
+    """Mean within-condition rank per method under each prior; methods ordered by their
+    mean rank over the priors, rank 1 at the left and the best method at the top."""
     frame = ranks if ranks is not None else pd.DataFrame()
     if len(frame):
         mean = frame.groupby("method", as_index=False, sort=False)["rank"].mean()
@@ -322,8 +323,8 @@ def draw_matched_prior(ranks: pd.DataFrame) -> Figure:
     names = _labels(frame)
     references = {m for m in order if is_reference(m)}
     pos = _row_axis(ax, order, names, references)
-    engines = [e for e in ENGINES if e in set(frame["prior"])] + sorted(
-        set(frame["prior"].astype(str)) - set(ENGINES))
+    priors = [e for e in PRIORS if e in set(frame["prior"])] + sorted(
+        set(frame["prior"].astype(str)) - set(PRIORS))
     for method, y in pos.items():
         sub = frame[frame["method"] == method]
         r = pd.to_numeric(sub["rank"], errors="coerce").dropna()
@@ -333,22 +334,22 @@ def draw_matched_prior(ranks: pd.DataFrame) -> Figure:
         ax.plot([r.min(), r.max()], [y, y], color="0.75", lw=1.0, zorder=2)
         ax.plot([r.mean()], [y], "|", color="k", ms=9, mew=1.2, zorder=4)
     handles = []
-    for i, engine in enumerate(engines):
-        sub = frame[frame["prior"] == engine]
+    for i, prior in enumerate(priors):
+        sub = frame[frame["prior"] == prior]
         ys = [pos[str(m)] for m in sub["method"]]
         colour = OKABE_ITO[i % len(OKABE_ITO)]
         handles.append(ax.scatter(pd.to_numeric(sub["rank"], errors="coerce"), ys, s=26,
-                                  marker=ENGINE_MARKERS.get(engine, "D"), color=colour,
+                                  marker=PRIOR_MARKERS.get(prior, "D"), color=colour,
                                   edgecolor="white", linewidth=0.4, zorder=3,
-                                  label=ENGINE_LABELS.get(engine, engine)))
+                                  label=PRIOR_LABELS.get(prior, prior)))
     handles.append(plt.Line2D([], [], ls="none", marker="|", color="k", ms=9, mew=1.2,
-                              label="mean over engines"))
+                              label="mean over priors"))
     top = float(pd.to_numeric(frame["rank"], errors="coerce").max())
     ax.set_xlim(0.5, max(top, len(order)) + 0.5)
     ax.set_xlabel("mean within-condition rank (1 = best ρ(EU, posterior excess risk))",
                   fontsize=8)
     ax.tick_params(axis="x", labelsize=TICK_SIZE)
-    ax.set_title("Rank per oracle engine", fontsize=9)
+    ax.set_title("Rank per prior", fontsize=9)
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=7,
                frameon=False)
     return fig
@@ -391,7 +392,7 @@ def draw_per_dataset(scores: pd.DataFrame, column: str = "spearman_eu_posterior_
     names = {m: display_name(m) for m in stats["method"]}
     ok = scores[(scores["kind"] == "method") & (scores["status"] == "ok")]
     ok = ok[pd.to_numeric(ok[column], errors="coerce").notna()]  # instances where applicable
-    n_instances = ok.drop_duplicates(["dataset", "prior", "noise", "coverage", "seed"]) \
+    n_instances = ok.drop_duplicates(list(KEY_COLUMNS)) \
         .groupby("dataset").size()
     for k, ax in enumerate(axes.flat):
         if k >= len(datasets):

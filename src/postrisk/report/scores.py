@@ -16,6 +16,7 @@ import pandas as pd
 from postrisk.grid.artefacts import CONDITION_SCORES, ArtefactFile, artefact
 from postrisk.report.html import ReportFigure, ReportTable, write_report
 from postrisk.report.tables import Table, build_tables, write_tables
+from postrisk.tasks.key import KEY_COLUMNS
 
 
 def read_condition_scores(paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -52,7 +53,7 @@ def write_evaluation_tables(score_csvs: Sequence[str | Path], instances_csv: str
     path), and the tables page ``page``; ``disentanglement``: the Disentanglement Error
     experiment's per-level CSVs."""
     scores = read_condition_scores(score_csvs)
-    keys = ["dataset", "prior", "noise", "coverage", "seed"]
+    keys = list(KEY_COLUMNS)
     instances = pd.read_csv(instances_csv)
     scores = scores.merge(instances[[*keys, "valid", "valid_strict"]], on=keys, how="left")
     if scores["valid"].isna().any():

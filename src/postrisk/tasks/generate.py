@@ -19,7 +19,7 @@ import xarray as xr
 from postrisk.core.io import digest, json_attr, library_versions
 from postrisk.covariates.build import Covariates
 from postrisk.covariates.registry import get_dataset
-from postrisk.priors.base import get_family
+from postrisk.priors.base import get_prior
 from postrisk.tasks.coverage import select_training
 from postrisk.tasks.diagnostics import instance_point_checks, loglik_rank
 from postrisk.tasks.key import TaskKey
@@ -36,7 +36,7 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     """Training inputs by scenario, f* jointly at the evaluation and training rows, noisy y.
 
     ``config_digest``: digest of the config sections that determine the sample (the sizes and
-    the family's prior settings, :func:`postrisk.tasks.key.config_digest`).
+    the prior's prior settings, :func:`postrisk.tasks.key.config_digest`).
     """
     start = time.perf_counter()
     spec = get_dataset(key.dataset)
@@ -50,10 +50,10 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     noise = fit_noise_model(key.noise, pool_scores, spec.noise_to_signal)
     noise_var_eval = noise.variance(score[eval_index], pool_scores)
     noise_var_train = noise.variance(score[train_index], pool_scores)
-    family = get_family(key.prior)
+    prior = get_prior(key.prior)
     truth_info: dict = {}
-    f_true = family.sample(prior_params, np.concatenate([x[eval_index], x[train_index]]),
-                           rng["truth"], info=truth_info)
+    f_true = prior.sample(prior_params, np.concatenate([x[eval_index], x[train_index]]),
+                          rng["truth"], info=truth_info)
     n_eval = eval_index.size
     f_eval, f_train = f_true[:n_eval], f_true[n_eval:]
     y_train = f_train + np.sqrt(noise_var_train) * rng["noise"].standard_normal(n)
@@ -99,7 +99,7 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
 def build_task(sample: xr.Dataset, settings: dict) -> xr.Dataset:
     """Condition the same prior on the sample (noise variances known): D draws at eval + train.
 
-    ``settings``: the family's sampler settings (config ``posterior.<prior>``; GP: ``draws``).
+    ``settings``: the prior's sampler settings (config ``posterior.<prior>``; GP: ``draws``).
     The task store's ``config_digest`` covers the sample's digest and ``settings``; the sample's
     own is kept as ``sample_config_digest``. The draws are stored as float32; R̂ and ESS are
     computed from that stored array (recomputing them from the store gives the stored values
@@ -108,12 +108,12 @@ def build_task(sample: xr.Dataset, settings: dict) -> xr.Dataset:
     start = time.perf_counter()
     key = TaskKey.from_attrs(sample.attrs)
     params = json.loads(sample.attrs["prior_params"])
-    family = get_family(key.prior)
+    prior = get_prior(key.prior)
     x_eval, x_train = sample["x_eval"].values, sample["x_train"].values
     n_eval = x_eval.shape[0]
-    result = family.posterior(params, x_train, sample["y_train"].values,
-                              sample["noise_var_train"].values, x_eval,
-                              key.streams()["posterior"], settings)
+    result = prior.posterior(params, x_train, sample["y_train"].values,
+                             sample["noise_var_train"].values, x_eval,
+                             key.streams()["posterior"], settings)
     n_draws = result.draws.shape[0]
     draws_eval = result.draws[:, :n_eval]
     mean, var = result.mean[:n_eval], result.var[:n_eval]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import astuple, dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -14,15 +15,45 @@ from postrisk.core.io import digest
 STREAMS = ("training", "truth", "noise", "posterior")
 
 
+class Condition(NamedTuple):
+    """One condition of the grid: (dataset, prior, noise, coverage). A task instance is a
+    condition plus a seed (:class:`TaskKey`)."""
+
+    dataset: str
+    prior: str
+    noise: str
+    coverage: str
+
+    @property
+    def cell(self) -> tuple[str, str, str]:
+        """(dataset, noise, coverage): the instances of the three priors that share seeds."""
+        return self.dataset, self.noise, self.coverage
+
+
+#: The instance-key columns in their order — a condition's, then the seed: the one definition
+#: every store attribute, score table, path template and filter uses.
+CONDITION_COLUMNS: tuple[str, ...] = Condition._fields
+KEY_COLUMNS: tuple[str, ...] = (*CONDITION_COLUMNS, "seed")
+
+
 @dataclass(frozen=True)
 class TaskKey:
-    """(dataset, prior, noise, coverage, seed): one task instance."""
+    """One task instance: a condition plus a seed (fields :data:`KEY_COLUMNS`)."""
 
     dataset: str
     prior: str
     noise: str
     coverage: str
     seed: int
+
+    @classmethod
+    def of(cls, condition: Condition | tuple, seed: int) -> TaskKey:
+        """The instance ``seed`` of ``condition``."""
+        return cls(*condition, int(seed))
+
+    @property
+    def condition(self) -> Condition:
+        return Condition(self.dataset, self.prior, self.noise, self.coverage)
 
     @property
     def label(self) -> str:
@@ -48,13 +79,17 @@ class TaskKey:
         return cls(*parts[:4], int(parts[4]))
 
     @classmethod
-    def from_attrs(cls, attrs: dict) -> TaskKey:
-        return cls(attrs["dataset"], attrs["prior"], attrs["noise"], attrs["coverage"],
-                   int(attrs["seed"]))
+    def from_attrs(cls, attrs: Mapping) -> TaskKey:
+        """The key of a store's attributes (or any mapping with the :data:`KEY_COLUMNS`)."""
+        return cls.of([attrs[k] for k in CONDITION_COLUMNS], attrs["seed"])
+
+    def as_dict(self) -> dict[str, object]:
+        """``{column: value}`` over :data:`KEY_COLUMNS`."""
+        return dict(zip(KEY_COLUMNS, astuple(self), strict=True))
 
 
 def config_digest(cfg: Mapping, prior: str) -> str:
     """A short digest of the config sections that determine a sample store's numbers: the sizes
-    and the family's prior settings (``<prior>_prior``), recorded in the store. A task store's
+    and the prior's prior settings (``<prior>_prior``), recorded in the store. A task store's
     own digest adds its posterior settings (:func:`postrisk.tasks.generate.build_task`)."""
     return digest({key: cfg.get(key) for key in ("sizes", f"{prior}_prior")})

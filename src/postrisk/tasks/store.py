@@ -16,6 +16,7 @@ import xarray as xr
 from postrisk.core.io import open_zarr
 from postrisk.covariates.pools import shared_values
 from postrisk.tasks import TASK_SCHEMA_VERSION  # noqa: F401 - re-exported, the contract's version
+from postrisk.tasks.key import KEY_COLUMNS
 
 #: name -> (dims, dtype kind) of the sample store's variables.
 SAMPLE_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -50,7 +51,7 @@ OPTIONAL_VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "rhat": (("eval",), "f8"),
     "ess": (("eval",), "f8"),
 }
-INSTANCE_ATTRS = ("dataset", "prior", "noise", "coverage", "seed")
+INSTANCE_ATTRS = KEY_COLUMNS
 SAMPLE_ATTRS = (*INSTANCE_ATTRS, "schema_version", "store_kind", "a", "noise_model", "prior_params",
                 "n", "n_eval", "noise_to_signal", "config_digest", "f_true_sampler", "versions",
                 "timings")

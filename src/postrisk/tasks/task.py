@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from postrisk.tasks import oracle
+from postrisk.tasks.key import KEY_COLUMNS
 from postrisk.tasks.store import validate_store
 
 
@@ -65,7 +66,7 @@ class Task:
 
     @property
     def key(self) -> dict:
-        return {k: self.ds.attrs[k] for k in ("dataset", "prior", "noise", "coverage", "seed")}
+        return {k: self.ds.attrs[k] for k in KEY_COLUMNS}
 
     @property
     def noise_var_eval(self) -> np.ndarray:
@@ -102,3 +103,36 @@ class Task:
     def eu_targets(self, pred_mean: np.ndarray) -> dict[str, np.ndarray]:
         return oracle.eu_targets(pred_mean, self.posterior_mean, self.posterior_var,
                                  self.f_true_eval)
+
+    # -- what it says about itself ---------------------------------------------------------------
+    def summary(self) -> list[tuple[str, str]]:
+        """Its shape, provenance and diagnostics as (name, value) rows, what ``postrisk info``
+        shows: the instance key, the sizes, the schema version, the library version and date
+        that made it, the config digest, the sampler, the 90% interval coverage of the
+        reference posterior, the rank of f*'s log-likelihood, the median MCSE of the variance,
+        and where present, the max R̂ / min ESS and the variables a release left out."""
+        ds, attrs = self.ds, self.ds.attrs
+        versions = json.loads(attrs.get("versions", "{}"))
+        sampler = json.loads(attrs.get("sampler_settings", "{}"))
+        rows = [
+            ("instance", "/".join(str(attrs[k]) for k in ("dataset", "prior", "noise",
+                                                          "coverage", "seed"))),
+            ("shape", f"n = {ds.sizes['train']}, n_eval = {ds.sizes['eval']}, "
+                      f"d = {ds.sizes['feature']}, draws = {ds.sizes['draw']} "
+                      f"({attrs.get('chains')} chain(s))"),
+            ("schema version", str(attrs["schema_version"])),
+            ("made by", f"postrisk {versions.get('postrisk', '?')} on "
+                        f"{attrs.get('created', '?')}"),
+            ("config digest", str(attrs.get("config_digest"))),
+            ("sampler", ", ".join(f"{k} {sampler[k]}" for k in ("backend", "device_kind")
+                                  if k in sampler) or "?"),
+            ("90% interval coverage", f"{float(np.mean(ds['covered90'].values)):.3f}"),
+            ("rank of f*'s log-likelihood", f"{attrs.get('rank_loglik')} of {ds.sizes['draw']}"),
+            ("median MCSE of the variance", f"{float(np.median(ds['mcse_var'].values)):.3g}"),
+        ]
+        if "rhat" in ds:
+            rows.append(("max R̂ / min ESS", f"{float(ds['rhat'].max()):.4f} / "
+                                             f"{float(ds['ess'].min()):.0f}"))
+        if "released_without" in attrs:
+            rows.append(("released without", ", ".join(json.loads(attrs["released_without"]))))
+        return rows

@@ -1,9 +1,9 @@
 """Which task instances are valid: the run-time seed rule (the paper's App. B.7).
 
-A cell is (dataset, noise, coverage); its instances of the three prior families share a seed.
+A cell is (dataset, noise, coverage); its instances of the three priors share a seed.
 A seed is valid when the cell's BNN instance converged (max point-wise R̂ ≤ ``RHAT_THRESHOLD``;
 GP and HBART instances are always valid); the first ``seeds.valid_per_cell`` valid seeds are
-fitted, scored and pooled in Table 3, for all three families alike, and the stricter
+fitted, scored and pooled in Table 3, for all three priors alike, and the stricter
 ``RHAT_STRICT`` subset feeds the sensitivity tables. This module is the one place where that
 rule is written: the workflow's seed selection, the checks and score reports and the release
 use it. Which seeds are *built* is the planner's (``postrisk.grid.seeds``).
@@ -76,7 +76,7 @@ def strict_seeds(valid: Sequence[int], max_rhat: Mapping[int, float] | None,
 def mark_valid(instances: pd.DataFrame, n_valid: int, threshold: float = RHAT_THRESHOLD,
                strict: float = RHAT_STRICT) -> pd.DataFrame:
     """Add ``valid``: per cell, the first ``n_valid`` seeds whose BNN instance has max R̂ ≤
-    ``threshold``, for every family alike (the paper's App. B.7); cells without BNN instances
+    ``threshold``, for every prior alike (the paper's App. B.7); cells without BNN instances
     use their first ``n_valid`` seeds. Add ``valid_strict``: valid and the seed's BNN R̂ ≤ ``strict``
     (the sensitivity analysis). Dropped instances stay in the frame, flagged."""
     out = instances.copy()

@@ -63,6 +63,6 @@ def threads_of(rule: StageRule) -> Any:
 
 
 def resources_of(rule: StageRule) -> dict[str, Any]:
-    """``resources:``: runtime, memory and GPUs of the jobs, from the cost model and the family's
+    """``resources:``: runtime, memory and GPUs of the jobs, from the cost model and the prior's
     or method's accelerator declaration (constants where all jobs agree)."""
     return {name: _per_job(rule, name) for name in RESOURCES}

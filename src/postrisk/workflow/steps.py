@@ -14,7 +14,7 @@ import pandas as pd
 from postrisk.core import seeding
 from postrisk.core.io import json_attr, open_zarr, write_text_atomic, write_zarr_atomic
 from postrisk.core.progress import progress_steps
-from postrisk.covariates.build import load_covariates, write_covariates
+from postrisk.covariates.build import load_covariates, make_covariate_store
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
 from postrisk.tasks.store import validate_store
 from postrisk.tasks.validity import read_usable_seeds, select_valid_seeds
@@ -36,20 +36,14 @@ def make_covariates(dataset: str, fetch: Mapping, n_eval_cap: int, out: str | Pa
                     reference: str | Path | None = None) -> None:
     """One dataset's covariate store (``fetch``: the config's ``covariates`` section;
     ``reference``: the store whose scaling constants to use, for Red Wine)."""
-    from postrisk.covariates import build_covariates, get_dataset, scaling_from_store
-    from postrisk.covariates.fetch import FetchSettings
-
-    scaling = scaling_from_store(reference) if reference else None
-    ds = build_covariates(get_dataset(dataset), FetchSettings.from_config(fetch),
-                          n_eval_cap=n_eval_cap, scaling=scaling)
-    write_covariates(ds, out)
+    make_covariate_store(dataset, fetch, n_eval_cap, out, reference)
     logger.info("wrote %s", out)
 
 
 def verify_dataset(dataset: str, fetch: Mapping, out: str | Path) -> None:
     """Fetch a dataset's canonical source, check it against the registry, write the report."""
     from postrisk.covariates import verify_covariates
-    from postrisk.covariates.fetch import FetchSettings
+    from postrisk.covariates.sources import FetchSettings
 
     report = verify_covariates(dataset, FetchSettings.from_config(fetch))
     write_text_atomic(out, json.dumps(report.as_dict(), indent=2) + "\n")
@@ -57,11 +51,11 @@ def verify_dataset(dataset: str, fetch: Mapping, out: str | Path) -> None:
 
 def fit_prior(dataset: str, prior: str, covariates: str | Path, settings: dict,
               out: str | Path) -> dict:
-    """Fix a family's per-dataset parameters (GP: kernel by marginal likelihood, then ``a``)."""
-    from postrisk.priors.base import get_family
+    """Fix a prior's per-dataset parameters (GP: kernel by marginal likelihood, then ``a``)."""
+    from postrisk.priors.base import get_prior
 
     cov = load_covariates(covariates)
-    params = get_family(prior).fit(dataset, cov.x, cov.ds["target"].values, cov.eval_index,
+    params = get_prior(prior).fit(dataset, cov.x, cov.ds["target"].values, cov.eval_index,
                                    settings, seeding.rng("prior", dataset, prior))
     params.update({"dataset": dataset, "prior": prior})
     write_text_atomic(out, json.dumps(params, indent=2) + "\n")
@@ -242,13 +236,13 @@ def disentanglement_experiment(unit: DisentanglementUnit, settings: Mapping,
 
 def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figure: str,
                   scale: str, n_valid: int, sensitivity: str | None = None,
-                  family_figures: Mapping[str, str] | None = None) -> pd.DataFrame:
+                  prior_figures: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Table 3, its R̂ ≤ 1.01 sensitivity version, the instance list and rank histograms
-    (``family_figures``: prior → PNG path)."""
+    (``prior_figures``: prior → PNG path)."""
     from postrisk.report.checks import write_checks
 
     result = write_checks(tasks, table, instances, figure, scale, np.random.default_rng(0),
-                          n_valid, sensitivity, dict(family_figures or {}))
+                          n_valid, sensitivity, dict(prior_figures or {}))
     logger.info("\n%s", result.to_string())
     return result
 

@@ -1,0 +1,313 @@
+"""The configuration: schema, validation messages, presets, narrowings, the guard, and the one way
+to read it (./config.yaml, else the packaged defaults)."""
+import pytest
+import yaml
+
+from postrisk.grid import (
+    ConfigError,
+    covariate_datasets,
+    guard_message,
+    load_config,
+    n_instances,
+    plan,
+    validate_config,
+)
+
+
+def test_paper_config_is_the_full_grid(paper):
+    assert len(paper["datasets"]) == 13 and len(paper["methods"]) == 19
+    assert n_instances(paper) == 13 * 3 * 4 * 2 * paper["seeds"]["candidates"]
+    assert covariate_datasets(paper)[-1] == "red_wine" and len(covariate_datasets(paper)) == 14
+    assert plan(paper)[0].jobs == 14
+
+
+def test_misspelled_dataset_names_key_and_allowed_values(paper):
+    bad = dict(paper, datasets=["abalone", "diamnds"])
+    with pytest.raises(ConfigError) as err:
+        validate_config(bad)
+    message = str(err.value)
+    assert "datasets[1]" in message and "'diamnds'" in message
+    assert "allowed values: abalone, airfoil" in message and "white_wine" in message
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("seeds", {"valid_per_cell": 0, "candidates": 13}, "seeds.valid_per_cell"),
+    ("sizes", {"n_eval_cap": 0}, "sizes.n_eval_cap"),
+    ("sizes", {"n_eval_cap": 1500, "n_cap": -5}, "sizes.n_cap"),
+])
+def test_non_positive_sizes_rejected(paper, key, value, expected):
+    with pytest.raises(ConfigError, match=expected):
+        validate_config(dict(paper, **{key: value}))
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("priors", ["gp", "hbrat"], "allowed values: gp, hbart, bnn"),
+    ("noise_modes", ["bumpy"], "allowed values: homoscedastic, smooth_monotone, bump, edges"),
+    ("coverages", ["ood", "balance"], "allowed values: balanced, ood"),
+    ("methods", ["nn_ensemble"], "allowed values: blr, gp"),
+])
+def test_misspelled_vocabulary(paper, key, value, expected):
+    with pytest.raises(ConfigError, match=expected):
+        validate_config(dict(paper, **{key: value}))
+
+
+def test_unknown_key_and_seed_consistency(paper):
+    with pytest.raises(ConfigError, match="unknown key"):
+        validate_config(dict(paper, sede=3))
+    with pytest.raises(ConfigError, match="seeds.candidates"):
+        validate_config(dict(paper, seeds={"valid_per_cell": 10, "candidates": 5}))
+
+
+def test_presets_merge_and_validate(repo, tmp_path):
+    """A preset merges over config.yaml the way Snakemake's --configfile does (a preset written
+    here, so that no preset's values are pinned); both shipped presets validate and pass the
+    local guard."""
+    preset = tmp_path / "preset.yaml"
+    preset.write_text(yaml.safe_dump({
+        "scale": "demo", "sizes": {"n_eval_cap": 600}, "covariates":
+        {"prefer_offline_package": True}, "tuning": {"trials": 6},
+        "group_by": {"fit": ["method"], "posterior": ["dataset", "prior"]},
+        "cost_model": {"posterior": {"hbart": {"threads": 2, "minutes": 0.5}}}}))
+    paper = load_config(repo / "config.yaml")
+    merged = load_config(repo / "config.yaml", preset)
+    assert merged["scale"] == "demo" and merged["sizes"]["n_eval_cap"] == 600
+    assert merged["covariates"]["prefer_offline_package"] is True
+    # tuning merges key by key: a short sweep keeps the paper's validation split
+    assert merged["tuning"]["trials"] == 6
+    assert merged["tuning"]["validation_fraction"] == paper["tuning"]["validation_fraction"]
+    assert merged["group_by"]["fit"] == ["method"]  # lists replace
+    assert merged["group_by"]["posterior"] == ["dataset", "prior"]
+    # cost entries merge key by key: the preset's MCMC jobs keep the paper's memory model
+    hbart, paper_hbart = (c["cost_model"]["posterior"]["hbart"] for c in (merged, paper))
+    assert hbart["threads"] == 2 and hbart["minutes"] == 0.5
+    assert hbart["mem_mb"] == paper_hbart["mem_mb"] and hbart["power"] == paper_hbart["power"]
+    assert merged["covariates"]["raw_dir"] == paper["covariates"]["raw_dir"]  # merged
+    for name in ("demo", "smoke"):
+        shipped = load_config(repo / "config.yaml", repo / "presets" / f"{name}.yaml")
+        assert shipped["scale"] == name and guard_message(shipped) is None
+
+
+def test_tuning_grid_narrows_the_tuned_conditions(paper):
+    from postrisk.grid import is_tuned, tuned_methods
+
+    cond = ("concrete", "gp", "bump", "ood")
+    from postrisk.methods.table import METHOD_ENTRIES
+
+    assert tuned_methods(paper) == [m for m in paper["methods"] if m in METHOD_ENTRIES]
+    assert len(tuned_methods(paper)) == len(METHOD_ENTRIES)
+    assert is_tuned(paper, "dkl", cond)
+    narrowed = validate_config(dict(paper, tuning=dict(paper["tuning"], methods=["dkl"],
+                                                       grid={"noise_modes": ["bump"]})))
+    assert is_tuned(narrowed, "dkl", cond)
+    assert not is_tuned(narrowed, "gp", cond)
+    assert not is_tuned(narrowed, "dkl", ("concrete", "gp", "edges", "ood"))
+    with pytest.raises(ConfigError, match="tuning.validation_fraction"):
+        validate_config(dict(paper, tuning=dict(paper["tuning"], validation_fraction=1.0)))
+    with pytest.raises(ConfigError, match="tuning.grid"):
+        validate_config(dict(paper, tuning=dict(paper["tuning"], grid={"seeds": [0]})))
+
+
+def test_guard_stops_full_grid_unless_confirmed(paper):
+    message = guard_message(paper)
+    assert message and "4,056 instances" in message and "confirm_full_run=True" in message
+    assert "core-hours requested" in message and "| posterior_mcmc |" in message
+    assert guard_message(dict(paper, confirm_full_run=True)) is None
+
+
+def test_prior_grid_narrows_a_family_and_rejects_values_outside_the_grid(paper):
+    from postrisk.grid import conditions
+
+    narrowed = validate_config(dict(paper, prior_grid={
+        "bnn": {"datasets": ["concrete"], "noise_modes": ["homoscedastic", "bump"]}}))
+    conds = list(conditions(narrowed))
+    bnn = [c for c in conds if c[1] == "bnn"]
+    assert len(bnn) == 1 * 2 * 2 and {c[0] for c in bnn} == {"concrete"}
+    assert sum(c[1] == "gp" for c in conds) == 13 * 4 * 2
+    assert n_instances(narrowed) == (2 * 13 * 8 + 4) * paper["seeds"]["candidates"]
+    with pytest.raises(ConfigError, match="prior_grid.hbart.datasets"):
+        validate_config(dict(paper, datasets=["concrete"],
+                             prior_grid={"hbart": {"datasets": ["diamonds"]}}))
+
+
+def test_method_grid_narrows_a_method_and_its_jobs(paper):
+    from postrisk.grid import (
+        Planner,
+        condition_methods,
+        fits_method,
+        implemented_conditions,
+        is_tuned,
+    )
+
+    cfg = validate_config(dict(paper, datasets=["concrete", "diamonds"], priors=["gp"],
+                               methods=["blr", "gp"], method_grid={
+        "gp": {"datasets": ["concrete"], "noise_modes": ["bump"], "coverages": ["ood"]}}))
+    conds = implemented_conditions(cfg)
+    assert len(conds) == 2 * 4 * 2
+    fitted = [c for c in conds if fits_method(cfg, "gp", c)]
+    assert fitted == [("concrete", "gp", "bump", "ood")]
+    assert all(fits_method(cfg, "blr", c) for c in conds)  # not narrowed: everywhere
+    assert condition_methods(cfg, ("concrete", "gp", "bump", "ood")) == ["blr", "gp"]
+    assert condition_methods(cfg, ("diamonds", "gp", "bump", "ood")) == ["blr"]
+    assert not is_tuned(cfg, "gp", ("diamonds", "gp", "bump", "ood"))  # never fitted there
+    jobs = [key for rule in Planner(cfg).stage_rules("fit") for key in rule.jobs]
+    assert len(jobs) == len(conds) + 1
+    with pytest.raises(ConfigError, match="method_grid.gp.datasets"):
+        validate_config(dict(paper, datasets=["concrete"],
+                             method_grid={"gp": {"datasets": ["diamonds"]}}))
+    with pytest.raises(ConfigError, match=r"method_grid': \['gp'\] not in 'methods'"):
+        validate_config(dict(paper, methods=["blr"], method_grid={"gp": {}}))
+    with pytest.raises(ConfigError, match="method_grid.blr"):
+        validate_config(dict(paper, method_grid={"blr": {"seeds": [0]}}))
+
+
+def test_posterior_settings_are_validated_per_family(paper):
+    bad = dict(paper, posterior={**paper["posterior"], "bnn": {**paper["posterior"]["bnn"],
+                                                               "target_accept": 1.5}})
+    with pytest.raises(ConfigError, match="posterior.bnn.target_accept"):
+        validate_config(bad)
+    with pytest.raises(ConfigError, match="posterior.hbart"):
+        validate_config(dict(paper, posterior={**paper["posterior"], "hbart": {"chains": 4}}))
+
+
+def _write(path, data):
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture
+def own_checkout(repo, tmp_path, monkeypatch):
+    """A working directory with its own config.yaml (config.yaml with one value changed)."""
+    data = yaml.safe_load((repo / "config.yaml").read_text())
+    data["local_guard"]["max_instances"] = 7
+    _write(tmp_path / "config.yaml", data)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def elsewhere(tmp_path, monkeypatch):
+    """A working directory without a config.yaml (outside a checkout)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_packaged_defaults_are_the_checkouts_config(repo):
+    from postrisk.grid import default_config_path
+
+    assert default_config_path().read_text() == (repo / "config.yaml").read_text()
+
+
+def test_read_config_uses_the_working_directorys_config(own_checkout, paper):
+    from postrisk.grid import read_config
+
+    cfg = read_config()
+    assert cfg["local_guard"]["max_instances"] == 7
+    assert cfg == validate_config(dict(paper, local_guard={"max_instances": 7}))
+
+
+def test_read_config_without_one_uses_the_packaged_defaults(elsewhere, paper):
+    from postrisk.grid import read_config
+
+    assert not (elsewhere / "config.yaml").exists()
+    assert read_config() == paper
+
+
+@pytest.mark.parametrize("where", ["own_checkout", "elsewhere"])
+def test_configfiles_merge_over_the_base(where, request, paper, tmp_path):
+    from postrisk.grid import read_config
+
+    request.getfixturevalue(where)
+    first = _write(tmp_path / "first.yaml", {"tuning": {"trials": 6}, "scale": "demo"})
+    second = _write(tmp_path / "second.yaml", {"scale": "smoke"})
+    cfg = read_config(first, second)
+    assert cfg["scale"] == "smoke" and cfg["tuning"]["trials"] == 6  # in order
+    assert cfg["tuning"]["validation_fraction"] == paper["tuning"]["validation_fraction"]
+    assert cfg["local_guard"]["max_instances"] == (7 if where == "own_checkout" else
+                                                   paper["local_guard"]["max_instances"])
+    assert read_config(first, base=tmp_path / "config.yaml" if where == "own_checkout"
+                       else None)["scale"] == "demo"
+
+
+@pytest.mark.parametrize("where", ["own_checkout", "elsewhere"])
+def test_cli_plan_merges_its_files_over_config_yaml(where, request, tmp_path, capsys):
+    """`postrisk plan FILE`: FILE merged over config.yaml, not instead of it (a file naming one
+    key alone is not a whole configuration)."""
+    from postrisk.cli import main
+    from postrisk.grid import plan_report, read_config
+
+    request.getfixturevalue(where)
+    one_key = _write(tmp_path / "one_key.yaml", {"datasets": ["concrete"]})
+    assert main(["plan", str(one_key)]) == 0
+    said = capsys.readouterr().out
+    merged = read_config(one_key)
+    assert merged["priors"] and merged["cost_model"]  # every other key from config.yaml
+    assert said == plan_report(merged) + "\n"
+    assert main(["plan"]) == 0 and capsys.readouterr().out == plan_report(read_config()) + "\n"
+
+
+def test_cli_plan_bad_config_is_one_line(elsewhere, capsys):
+    from postrisk.cli import BAD_CONFIG, main
+
+    bad = _write(elsewhere / "bad.yaml", {"priors": ["gpp"]})
+    assert main(["plan", str(bad)]) == BAD_CONFIG
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "'gpp' is not allowed" in err
+
+
+def _fake_download(monkeypatch):
+    """`postrisk download` with the download replaced by a record of its arguments."""
+    from types import SimpleNamespace
+
+    import postrisk.release.download as download
+
+    calls = []
+
+    def fake(base_url, dest, **kwargs):
+        calls.append({"base_url": base_url, "dest": dest, **kwargs})
+        return SimpleNamespace(downloaded=[], skipped=[], bytes_downloaded=0, seconds=0.0)
+
+    real = download.download_release
+    monkeypatch.setattr(download, "download_release", fake)
+    return calls, lambda: monkeypatch.setattr(download, "download_release", real)
+
+
+def test_cli_download_outside_a_checkout_uses_the_packaged_defaults(elsewhere, paper,
+                                                                      monkeypatch, capsys):
+    from pathlib import Path
+
+    from postrisk.cli import main
+
+    calls, restore = _fake_download(monkeypatch)
+    release = paper["release"]
+    assert main(["download", "--url", "https://example.org/r"]) == 0
+    assert calls[-1] == {"base_url": "https://example.org/r",
+                         "dest": Path(release["download_dir"]), "datasets": release["datasets"],
+                         "priors": release["priors"], "retries": release["retries"],
+                         "timeout_s": release["timeout_s"]}
+    # a --configfile setting one key keeps the packaged defaults' others
+    mine = _write(elsewhere / "mine.yaml", {"release": {"timeout_s": 5}})
+    assert main(["download", "--url", "https://example.org/r", "--configfile", str(mine)]) == 0
+    assert calls[-1]["timeout_s"] == 5 and calls[-1]["retries"] == release["retries"]
+    assert calls[-1]["dest"] == Path(release["download_dir"])
+    # without a URL: the packaged base_url (null), one line, exit 2
+    capsys.readouterr()
+    restore()
+    assert main(["download"]) == 2 and "no release URL" in capsys.readouterr().err
+
+
+def test_fetch_settings_from_the_config(paper, monkeypatch):
+    """The covariates section as it is; the library's field defaults agree with config.yaml."""
+    from pathlib import Path
+
+    from postrisk.covariates import FetchSettings
+
+    section = paper["covariates"]
+    monkeypatch.delenv("POSTRISK_OPENML_URL", raising=False)
+    monkeypatch.delenv("POSTRISK_UCI_URL", raising=False)
+    assert FetchSettings.from_config(section) == FetchSettings()
+    monkeypatch.setenv("POSTRISK_UCI_URL", "http://127.0.0.1:9")
+    mine = FetchSettings.from_config({"raw_dir": "elsewhere", "fetch_retries": 5,
+                                      "fetch_timeout_s": 2.5, "prefer_offline_package": True})
+    assert mine == FetchSettings(raw_dir=Path("elsewhere"), uci_url="http://127.0.0.1:9",
+                                 retries=5, timeout_s=2.5, prefer_offline_package=True)
+    assert FetchSettings.from_config(section, raw_dir="x").raw_dir == Path("x")

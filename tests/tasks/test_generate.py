@@ -1,0 +1,208 @@
+"""Task instances: determinism, independence, store contract, and GP calibration with power."""
+
+import json
+
+import numpy as np
+import pytest
+
+from postrisk.covariates.build import Covariates
+from postrisk.evaluation import posterior_checks
+from postrisk.gp.exact import sample_prior
+from postrisk.gp.kernels import default_kernel
+from postrisk.priors.gp.model import GaussianProcessPrior
+from postrisk.tasks import diagnostics
+from postrisk.tasks.generate import TaskKey, build_sample, build_task
+from postrisk.tasks.store import TASK_SCHEMA_VERSION, StoreValidationError, validate_store
+
+
+@pytest.fixture(scope="module")
+def concrete(offline_covariates):
+    return Covariates(offline_covariates["concrete"])
+
+
+@pytest.fixture(scope="module")
+def gp_params(concrete):
+    kernel = default_kernel(("rq", "linear"), concrete.x.shape[1])
+    return {"prior": "gp", "kernel": kernel.to_dict(), "a": 1.0}
+
+
+def test_regeneration_is_bit_identical(concrete, gp_params):
+    key = TaskKey("concrete", "gp", "bump", "ood", 3)
+    a = build_task(build_sample(key, concrete, gp_params, 100), {"draws": 50})
+    b = build_task(build_sample(key, concrete, gp_params, 100), {"draws": 50})
+    for name in ("train_index", "y_train", "f_true_eval", "noise_var_eval", "posterior_draws",
+                 "posterior_mean", "posterior_var"):
+        assert np.array_equal(a[name].values, b[name].values), name
+    validate_store(a, kind="task")
+
+
+def test_instances_differing_in_noise_mode_are_independent(concrete, gp_params):
+    n = 300
+    s1 = build_sample(TaskKey("concrete", "gp", "bump", "balanced", 0), concrete, gp_params, n)
+    s2 = build_sample(TaskKey("concrete", "gp", "edges", "balanced", 0), concrete, gp_params, n)
+    assert not np.allclose(s1["f_true_eval"].values, s2["f_true_eval"].values)
+    assert abs(np.corrcoef(s1["f_true_eval"].values, s2["f_true_eval"].values)[0, 1]) < 0.5
+    # training sets: per shell k_s of N_s candidates drawn independently twice; the overlap
+    # is a sum of hypergeometric counts with mean Σ k_s²/N_s
+    cand_shells = concrete.shell[concrete.candidate_index]
+    sizes = np.bincount(cand_shells, minlength=5).astype(float)
+    k = np.bincount(s1["shell_train"].values, minlength=5).astype(float)
+    mean = np.sum(k**2 / sizes)
+    var = np.sum(k * (k / sizes) * (1 - k / sizes) * (sizes - k) / (sizes - 1))
+    overlap = len(set(s1["train_index"].values) & set(s2["train_index"].values))
+    assert abs(overlap - mean) < 4 * np.sqrt(var), (overlap, mean, var)
+
+
+def test_store_validation_catches_broken_stores(concrete, gp_params):
+    sample = build_sample(TaskKey("concrete", "gp", "bump", "balanced", 0), concrete, gp_params, 80)
+    validate_store(sample, kind="sample")
+    with pytest.raises(StoreValidationError, match="missing variable 'posterior_draws'"):
+        validate_store(sample, kind="task")
+    broken = sample.assign(noise_var_eval=sample["noise_var_eval"] * -1)
+    with pytest.raises(StoreValidationError, match="non-positive"):
+        validate_store(broken, kind="sample")
+    overlap = sample.copy()
+    overlap["train_index"].values[0] = overlap["eval_index"].values[0]
+    with pytest.raises(StoreValidationError, match="overlap"):
+        validate_store(overlap, kind="sample")
+    # a twin: a training input whose covariate values equal an evaluation point's (other rows)
+    twin = sample.copy(deep=True)
+    twin["x_train"].values[3] = twin["x_eval"].values[7]
+    with pytest.raises(StoreValidationError, match="1 evaluation point value.s. equal a "
+                                                   "training input"):
+        validate_store(twin, kind="sample")
+    old = sample.copy()
+    old.attrs = {**sample.attrs, "schema_version": "2"}
+    with pytest.raises(StoreValidationError, match="schema version '2'.*reads version "
+                                                   f"'{TASK_SCHEMA_VERSION}'.*Rebuild it"):
+        validate_store(old)
+
+
+def test_generated_instances_have_no_evaluation_point_among_training_inputs(concrete,
+                                                                             gp_params):
+    from postrisk.covariates.pools import shared_values
+
+    for coverage in ("balanced", "ood"):
+        s = build_sample(TaskKey("concrete", "gp", "bump", coverage, 0), concrete, gp_params, 348)
+        assert shared_values(s["x_train"].values, s["x_eval"].values) == 0
+
+
+def test_noise_parameters_stored_and_mean_matches(concrete, gp_params):
+    s = build_sample(TaskKey("concrete", "gp", "smooth_monotone", "balanced", 1), concrete,
+                     gp_params, 100)
+    noise = json.loads(s.attrs["noise_model"])
+    assert noise["mode"] == "smooth_monotone" and noise["noise_to_signal"] == 0.23
+    assert abs(s["noise_var_eval"].values.mean() - 0.23) < 1e-10
+
+
+def test_stored_rhat_and_ess_are_those_of_the_stored_draws(concrete, tmp_path):
+    """A BNN task store (2 chains, float64 NumPyro draws stored as float32), written and read
+    back: ArviZ on the stored ``posterior_draws`` reshaped by chain gives the stored R̂ and
+    ESS bit for bit."""
+    import warnings
+
+    import arviz as az
+    import xarray as xr
+
+    from postrisk.core.io import open_zarr, write_zarr_atomic
+    from postrisk.priors.bnn.prior import BayesianNeuralNetworkPrior
+
+    params = BayesianNeuralNetworkPrior().fit(
+        "concrete", concrete.x, None, concrete.eval_index,
+        {"hidden": 10, "reference_inputs": 65, "scale_draws": 100}, np.random.default_rng(0))
+    sample = build_sample(TaskKey("concrete", "bnn", "bump", "balanced", 0), concrete, params, 40)
+    task = build_task(sample, {"chains": 2, "warmup": 40, "samples": 20, "target_accept": 0.9,
+                               "max_tree_depth": 10})
+    store = open_zarr(write_zarr_atomic(validate_store(task, kind="task"), tmp_path / "t.zarr"))
+    chains, stored = store.attrs["chains"], store["posterior_draws"].values
+    assert chains == 2 and stored.dtype == np.float32
+    by_chain = xr.Dataset({"f": (("chain", "draw", "eval"),
+                                 stored.reshape(chains, -1, stored.shape[1]))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        rhat = az.rhat(by_chain, method="rank")["f"].values
+        ess = az.ess(by_chain, method="bulk")["f"].values
+    assert np.all(np.isfinite(rhat)) and np.all(np.isfinite(ess))
+    assert np.array_equal(store["rhat"].values, rhat)
+    assert np.array_equal(store["ess"].values, ess)
+    helper_rhat, helper_ess = diagnostics.rhat_and_ess(stored, chains)
+    assert np.array_equal(helper_rhat, rhat) and np.array_equal(helper_ess, ess)
+
+
+# -- simulation-based calibration (docs/design.md, "Reference-posterior checks") ---------------
+
+N_SBC = 400
+D_SBC = 99  # ranks 0…99: 100 values, 10 equally likely bins
+
+
+def _sbc(control: str | None, seed: int = 0):
+    """One random evaluation point per small GP instance; ranks of f(x) and of the data
+    log-likelihood; the GP prior's own sample and posterior code paths."""
+    rng = np.random.default_rng(seed)
+    family = GaussianProcessPrior()
+    kernel = default_kernel(("matern32", "linear"), 2)
+    params = {"kernel": kernel.to_dict(), "a": 1.0}
+    n_train, n_eval = 25, 15
+    ranks_f, ranks_ll, covered = [], [], []
+    for _ in range(N_SBC):
+        x = rng.uniform(size=(n_train + n_eval, 2))
+        f = family.sample(params, x, rng)
+        noise_var = rng.uniform(0.05, 0.3, size=n_train)
+        y = f[n_eval:] + np.sqrt(noise_var) * rng.standard_normal(n_train)
+        if control == "prior_as_posterior":
+            draws = sample_prior(kernel, 1.0, x, rng, size=D_SBC)
+        else:
+            cond_var = 2 * noise_var if control == "noise_x2" else noise_var
+            draws = family.posterior(params, x[n_eval:], y, cond_var, x[:n_eval], rng,
+                                     {"draws": D_SBC}).draws
+        j = rng.integers(n_eval)
+        col = (j + 1 + rng.integers(n_eval - 1)) % n_eval if control == "permuted_index" else j
+        ranks_f.append(diagnostics.rank_of_truth(draws[:, [col]], f[[j]])[0])
+        covered.append(diagnostics.covered_central(draws[:, [col]], f[[j]])[0])
+        ranks_ll.append(diagnostics.loglik_rank(draws[:, n_eval:], f[n_eval:], y, noise_var))
+    return posterior_checks.calibration_test({"f": np.array(ranks_f), "loglik": np.array(ranks_ll)},
+                                   np.array(covered), D_SBC, alpha=1e-3)
+
+
+def test_gp_posterior_is_calibrated():
+    result = _sbc(None)
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("control", ["noise_x2", "permuted_index", "prior_as_posterior"])
+def test_negative_controls_fail_the_same_check(control):
+    result = _sbc(control)
+    assert not result.passed, result
+
+
+def test_provenance_of_the_gp_factors_and_the_config_digests(concrete, gp_params):
+    sample = build_sample(TaskKey("concrete", "gp", "bump", "ood", 2), concrete, gp_params, 60,
+                          config_digest="sample-digest")
+    truth = json.loads(sample.attrs["f_true_sampler"])
+    assert truth["method"] in ("cholesky", "eigh") and "jitter" in truth
+    assert truth["n_unique"] == np.unique(np.concatenate(
+        [sample["x_eval"].values, sample["x_train"].values]), axis=0).shape[0]
+    a = build_task(sample, {"draws": 50})
+    settings = json.loads(a.attrs["sampler_settings"])
+    assert settings["covariance_factor"]["method"] in ("cholesky", "eigh")
+    assert "jitter" in settings["covariance_factor"]
+    assert settings["backend"] == "scipy" and settings["device_kind"] == "cpu"
+    # the task store's own digest covers its posterior settings; the sample's is kept
+    assert a.attrs["sample_config_digest"] == "sample-digest"
+    b = build_task(sample, {"draws": 60})
+    same = build_task(sample, {"draws": 50})
+    assert a.attrs["config_digest"] != b.attrs["config_digest"]
+    assert a.attrs["config_digest"] == same.attrs["config_digest"] != "sample-digest"
+
+
+def test_config_digest_of_a_sample_covers_sizes_and_its_prior_section(repo):
+    from postrisk.grid import deep_merge, load_config
+    from postrisk.tasks.key import config_digest
+
+    cfg = load_config(repo / "config.yaml")
+    base = config_digest(cfg, "gp")
+    assert config_digest(deep_merge(cfg, {"sizes": {"n_cap": 100}}), "gp") != base
+    assert config_digest(deep_merge(cfg, {"gp_prior": {"fit_rows": 10}}), "gp") != base
+    # another family's settings or the posterior do not change a GP sample
+    assert config_digest(deep_merge(cfg, {"bnn_prior": {"hidden": 10}}), "gp") == base
+    assert config_digest(deep_merge(cfg, {"posterior": {"gp": {"draws": 50}}}), "gp") == base
