@@ -193,6 +193,8 @@ def test_run_fit_never_raises_on_bad_names_configs_or_inputs(data):
     rec = run_fit(_Good, {"width": 3}, x, y, xe, random_state=0)
     assert rec.status == "failed" and "construction raised TypeError" in rec.error
     assert rec.config == {"width": 3}
+    rec = run_fit(_Good, {}, x, y, xe, random_state=0, n_threads=0)
+    assert rec.status == "failed" and "n_threads must be >= 1, got 0" in rec.error
     rec = run_fit("blr", {}, x, y[:10], xe, random_state=0)  # mismatched y
     assert rec.status == "failed" and rec.error.startswith("fit raised ValueError")
     rec = run_fit("blr", {}, x, y, None, random_state=0)

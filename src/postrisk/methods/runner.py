@@ -116,7 +116,10 @@ def run_estimator(method: UncertaintyMethod, x_train, y_train, x_eval) -> FitRec
     fit_s = predict_s = math.nan
     phase = "fit"
     try:
-        with thread_limit(int(method.n_threads)):
+        n_threads = int(method.n_threads)
+        if n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1, got {method.n_threads!r}")
+        with thread_limit(n_threads):
             t0 = time.perf_counter()
             try:
                 method.fit(x_train, y_train)
