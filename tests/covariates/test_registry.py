@@ -1,4 +1,4 @@
-"""The registry against the paper's Table 4 (the kernel priors as in the authors' earlier
+"""The registry against the paper's Table 4 (the kernel families as in the authors' earlier
 public code, which agree with Table 4)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""GP kernel priors of Table 4 (docs/design.md, "Priors"): the component formulas, the
+"""GP kernel families of Table 4 (docs/design.md, "Priors"): the component formulas, the
 :class:`Kernel` sum of components and its matrix and diagonal evaluation.
 
 Inputs ``x`` are ``(n, d)`` float64 arrays of min–max scaled covariates (mostly in [0, 1]). A
