@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from postrisk.priors.base import PRIOR_ENTRIES
 from postrisk.tasks.diagnostics import rank_bin_probabilities, rank_bins
 
-#: Table 3 of the paper, per prior (printed beside ours).
-#: Table 3's priors as the paper names them.
-PAPER_PRIOR = {"gp": "GP", "hbart": "HBART", "bnn": "BNN"}
+#: The paper's name of each prior in its Table 3 (printed beside ours): ours in upper case.
+PAPER_PRIOR = {name: name.upper() for name in PRIOR_ENTRIES}
 
 
 def paper_table3(prior: str) -> dict[str, object]:
@@ -26,7 +26,7 @@ def paper_table3(prior: str) -> dict[str, object]:
     from postrisk.evaluation.paper import paper_text, paper_value
 
     fam = PAPER_PRIOR.get(prior)
-    if fam is None:
+    if fam is None or paper_value("table3", "coverage90_pooled", fam, "mean") is None:
         return {}
     lo = paper_value("table3", "coverage90_pooled", fam, "ci_low")
     hi = paper_value("table3", "coverage90_pooled", fam, "ci_high")
