@@ -16,8 +16,8 @@ depends on the data but the scale constant ``a`` (the rule of every prior,
 
 :func:`sample_forests` is our own numpy sampler of that prior (vectorised over trees, heap
 layout as bartz's: node i has children 2i, 2i+1), checked against ``bartz.debug.sample_prior``
-and against a bartz run with every target missing in ``tests/priors/test_hbart.py``. The posterior is
-:mod:`postrisk.priors.hbart.sampler`'s.
+and against a bartz run with every target missing in ``tests/priors/test_hbart.py``. The
+posterior is :mod:`postrisk.priors.hbart.sampler`'s.
 """
 
 from __future__ import annotations
