@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from postrisk.tasks import oracle
-from postrisk.tasks.key import KEY_COLUMNS
+from postrisk.tasks.key import KEY_COLUMNS, TaskKey
 from postrisk.tasks.store import validate_store
 
 
@@ -115,8 +115,7 @@ class Task:
         versions = json.loads(attrs.get("versions", "{}"))
         sampler = json.loads(attrs.get("sampler_settings", "{}"))
         rows = [
-            ("instance", "/".join(str(attrs[k]) for k in ("dataset", "prior", "noise",
-                                                          "coverage", "seed"))),
+            ("instance", TaskKey.from_attrs(attrs).label),
             ("shape", f"n = {ds.sizes['train']}, n_eval = {ds.sizes['eval']}, "
                       f"d = {ds.sizes['feature']}, draws = {ds.sizes['draw']} "
                       f"({attrs.get('chains')} chain(s))"),
