@@ -60,8 +60,11 @@ def test_declared_interface():
     assert (NGBoostBag.name, NGBoostBag.display_name) == ("ngboost_bag", "NGBoost-Bag")
     assert NGBoostNIG().hyperparameters() == {
         "n_estimators": 400, "learning_rate": 0.05, "max_depth": 4, "minibatch_frac": 1.0,
-        "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1}
-    assert set(NGBoostNIG.search_space) == set(NGBoostNIG.defaults)
+        "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1,
+        "natural_gradient_metric": "regularised_fisher"}
+    # the metric is the ablation variable, fixed per run: declared, never searched
+    assert set(NGBoostNIG.search_space) == set(NGBoostNIG.defaults) - {"natural_gradient_metric"}
+    assert NGBoostNIG.implementation_version == 2
     assert NGBoostBag().hyperparameters() == {
         "n_estimators": 500, "learning_rate": 0.01, "max_depth": 3, "minibatch_frac": 1.0,
         "col_sample": 1.0, "natural_gradient": True, "n_regressors": 10,
@@ -121,6 +124,106 @@ def test_nig_distribution_uses_the_analytic_score_and_metric():
     # initial parameters: μ = mean, λ = 1, α = 2, β = Var(y) (so AU = Var(y))
     init = dist.fit(y)
     np.testing.assert_allclose(init, [y.mean(), 0.0, 0.0, np.log(y.var())], rtol=1e-12)
+
+
+def first_step_gradients(dist, x, y, natural_gradient=True):
+    """The gradients NGBoost hands its first trees (one iteration, every row), with the
+    parameters they were taken at (NGBoost's initial ones: the distribution's fit to y)."""
+    model = make_ngb_regressor(dist, n_estimators=1, learning_rate=0.1, max_depth=2,
+                               minibatch_frac=1.0, col_sample=1.0,
+                               natural_gradient=natural_gradient, random_state=0)
+    seen = []
+    fit_base = model.fit_base
+
+    def spy(x_batch, grads, sample_weight=None):
+        seen.append(np.array(grads))
+        return fit_base(x_batch, grads, sample_weight)
+
+    model.fit_base = spy
+    model.fit(x, y)
+    theta = np.repeat(np.asarray(dist.fit(y))[:, None], len(y), axis=1)
+    return seen[0], theta
+
+
+def hand_empirical_step(theta, y, ev, kl):
+    """M⁻¹g with M = g gᵀ + 1e-5·I written out per row and solved as a matrix."""
+    g = nig.evidential_score_grad(theta, y, ev, kl)
+    return np.stack([np.linalg.solve(np.outer(row, row) + 1e-5 * np.eye(4), row) for row in g])
+
+
+def test_nig_empirical_metric_is_the_one_ngboost_steps_with():
+    rng = np.random.default_rng(1)
+    theta = np.array([[0.2, -0.5, 1.0], [0.0, np.log(3.0), -1.0], [np.log(0.5), 0.0, -2.0],
+                      [np.log(2.0), -1.0, 0.5]])
+    y = np.array([0.1, 1.7, -2.5])
+    for ev, kl in ((0.2, 0.3), (0.0, 0.0)):  # kl_strength 0 is allowed with this metric
+        dist = nig_distribution(ev, kl, "empirical")
+        model = make_ngb_regressor(dist, n_estimators=1, learning_rate=0.1, max_depth=2,
+                                   minibatch_frac=1.0, col_sample=1.0, natural_gradient=True,
+                                   random_state=0)
+        manifold = model.Manifold(theta)
+        g = nig.evidential_score_grad(theta, y, ev, kl)
+        np.testing.assert_array_equal(manifold.d_score(y), g)
+        np.testing.assert_allclose(manifold.grad(y, natural=True),
+                                   hand_empirical_step(theta, y, ev, kl), rtol=1e-8)
+        np.testing.assert_array_equal(manifold.grad(y, natural=False), g)
+        with pytest.raises(NotImplementedError, match="targets"):
+            manifold.metric()
+
+    # and what the boosting loop hands the trees: M⁻¹g at NGBoost's initial parameters
+    x = rng.uniform(-1, 1, size=(30, 2))
+    y30 = rng.normal(size=30)
+    grads, theta0 = first_step_gradients(nig_distribution(0.1, 0.05, "empirical"), x, y30)
+    np.testing.assert_allclose(grads, hand_empirical_step(theta0, y30, 0.1, 0.05), rtol=1e-8)
+    # unlike the regularised Fisher metric's step
+    fisher, _ = first_step_gradients(nig_distribution(0.1, 0.05), x, y30)
+    assert not np.allclose(grads, fisher)
+
+
+def test_nig_euclidean_metric_is_the_plain_gradient(toy):
+    x, y, x_eval = toy
+    dist = nig_distribution(0.1, 0.0, "euclidean")
+    grads, theta0 = first_step_gradients(dist, x, y, natural_gradient=False)
+    np.testing.assert_array_equal(grads, nig.evidential_score_grad(theta0, y, 0.1, 0.0))
+    manifold = make_ngb_regressor(dist, n_estimators=1, learning_rate=0.1, max_depth=2,
+                                  minibatch_frac=1.0, col_sample=1.0, natural_gradient=True,
+                                  random_state=0).Manifold(theta0)
+    np.testing.assert_array_equal(manifold.metric(), np.broadcast_to(np.eye(4), (N, 4, 4)))
+    np.testing.assert_array_equal(manifold.grad(y, natural=True), grads)
+
+    fits = {name: NGBoostNIG(random_state=3, natural_gradient_metric=name, kl_strength=0.0,
+                             **NIG_SMALL).fit(x, y) for name in ("euclidean", "empirical")}
+    assert fits["euclidean"].model_.natural_gradient is False
+    assert fits["empirical"].model_.natural_gradient is True
+    assert NGBoostNIG(**NIG_SMALL).fit(x, y).model_.natural_gradient is True
+    preds = {name: fit.predict(x_eval) for name, fit in fits.items()}
+    for pred in preds.values():
+        check_valid(pred, len(x_eval))
+    assert not np.allclose(preds["euclidean"].mean, preds["empirical"].mean)
+
+
+def test_nig_default_metric_is_the_regularised_fisher(toy):
+    x, y, x_eval = toy
+    default = NGBoostNIG(random_state=3, **NIG_SMALL).fit(x, y)
+    explicit = NGBoostNIG(random_state=3, natural_gradient_metric="regularised_fisher",
+                          **NIG_SMALL).fit(x, y)
+    assert_same(default.predict(x_eval), explicit.predict(x_eval))
+    assert default.model_.Dist.natural_gradient_metric == "regularised_fisher"
+
+
+def test_nig_refuses_unknown_metrics_and_a_negative_kl_strength(toy):
+    x, y, _ = toy
+    allowed = "'regularised_fisher', 'empirical', 'euclidean'"
+    for bad in ("fisher", "Empirical", "", None, 1):
+        with pytest.raises(ValueError, match=allowed):
+            NGBoostNIG(natural_gradient_metric=bad, **NIG_SMALL).fit(x, y)
+        with pytest.raises(ValueError, match="natural_gradient_metric"):
+            nig_distribution(0.1, 0.1, bad)
+    for name in ("empirical", "euclidean"):
+        with pytest.raises(ValueError, match="kl_strength must be >= 0"):
+            nig_distribution(0.1, -0.1, name)
+    with pytest.raises(ValueError, match="regularised_fisher"):
+        nig_distribution(0.1, 0.0, "regularised_fisher")
 
 
 # -- NGBoost-Bag ---------------------------------------------------------------------------------

@@ -153,6 +153,49 @@ def test_nig_fisher_matches_its_definition():
             nig.evidential_metric(THETA, bad)
 
 
+def test_empirical_metric_is_the_gradients_outer_product_plus_a_ridge():
+    """M = g gᵀ + 1e-5·I, written out entry by entry for hand-made gradients, and its natural
+    gradient M⁻¹g solved from that written-out matrix (Sherman–Morrison gives g/(gᵀg + ε))."""
+    assert nig.EMPIRICAL_METRIC_RIDGE == 1e-5
+    eps = 1e-5
+    grad = np.array([[1.0, 2.0, 0.0, -1.0],
+                     [0.0, 0.0, 0.0, 0.0],
+                     [3e-3, -1e-3, 2e-3, 5e-4]])
+    metric = nig.empirical_metric(grad)
+    assert metric.shape == (3, 4, 4)
+    row0 = np.array([[1.0 + eps, 2.0, 0.0, -1.0],
+                     [2.0, 4.0 + eps, 0.0, -2.0],
+                     [0.0, 0.0, eps, 0.0],
+                     [-1.0, -2.0, 0.0, 1.0 + eps]])
+    np.testing.assert_array_equal(metric[0], row0)
+    np.testing.assert_array_equal(metric[1], eps * np.eye(4))  # g = 0: the ridge alone
+    a, b, c, d = grad[2]
+    row2 = np.array([[a * a + eps, a * b, a * c, a * d],
+                     [b * a, b * b + eps, b * c, b * d],
+                     [c * a, c * b, c * c + eps, c * d],
+                     [d * a, d * b, d * c, d * d + eps]])
+    np.testing.assert_allclose(metric[2], row2, rtol=1e-15, atol=0)
+
+    natural_grad = nig.empirical_natural_gradient(grad)
+    for i, m in enumerate((row0, eps * np.eye(4), row2)):
+        np.testing.assert_allclose(natural_grad[i], np.linalg.solve(m, grad[i]), rtol=1e-9,
+                                   atol=1e-12)
+    # row 0 by hand: g/(|g|² + ε) with |g|² = 6; a small gradient is lengthened (|g| < √ε)
+    np.testing.assert_allclose(natural_grad[0], grad[0] / (6.0 + eps), rtol=1e-15)
+    np.testing.assert_array_equal(natural_grad[1], np.zeros(4))
+    assert np.linalg.norm(natural_grad[2]) > np.linalg.norm(grad[2])
+
+    # another ridge, and the refusals
+    np.testing.assert_allclose(nig.empirical_metric(grad, ridge=0.5)[1], 0.5 * np.eye(4))
+    for bad in (0.0, -1.0):
+        with pytest.raises(ValueError, match="ridge"):
+            nig.empirical_metric(grad, ridge=bad)
+        with pytest.raises(ValueError, match="ridge"):
+            nig.empirical_natural_gradient(grad, ridge=bad)
+    with pytest.raises(ValueError, match="shape"):
+        nig.empirical_natural_gradient(grad[0])
+
+
 def test_kl_matches_monte_carlo():
     mu, lam, alpha, beta = 0.4, 3.0, 4.0, 2.5
     mu0, lam0, alpha0, beta0 = nig.PRIOR

@@ -4,7 +4,8 @@ Normal–Inverse-Gamma output (``ngboost_nig``) and a bag of Gaussian NGBoost mo
 
 The NIG mathematics lives in :mod:`postrisk.methods.nig`; this module holds only the glue to
 NGBoost's extension API (a ``RegressionDistn`` with its ``LogScore`` implementation, built per
-instance because the regulariser strengths are hyper-parameters) and the two methods.
+instance because the regulariser strengths and the natural-gradient metric are
+hyper-parameters) and the two methods.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ BOOSTER_SEARCH_SPACE: dict[str, tuple] = {
 
 #: Floor of Var(y) in the NIG's initial β (a constant target would give ln 0).
 MIN_INITIAL_VAR = 1e-12
+#: The values of NGBoost-NIG's ``natural_gradient_metric`` (see :class:`NGBoostNIG`).
+NIG_METRICS = ("regularised_fisher", "empirical", "euclidean")
 
 
 def make_ngb_regressor(dist: type, *, n_estimators: int, learning_rate: float, max_depth: int,
@@ -110,27 +113,54 @@ def gaussian_distribution() -> type:
     return Gaussian
 
 
-def nig_distribution(evidential_strength: float, kl_strength: float) -> type:
+def check_nig_metric(natural_gradient_metric: str, kl_strength: float) -> str:
+    """The metric's name, checked: ``ValueError`` unless it is one of :data:`NIG_METRICS`, or
+    if it is ``"regularised_fisher"`` and kl_strength ≤ 0 (the KL term's Fisher information
+    makes that metric invertible; the other two take any kl_strength ≥ 0)."""
+    name = natural_gradient_metric
+    if not isinstance(name, str) or name not in NIG_METRICS:
+        raise ValueError(f"natural_gradient_metric must be one of "
+                         f"{', '.join(map(repr, NIG_METRICS))}, got {name!r}")
+    kl = float(kl_strength)
+    if name == "regularised_fisher" and not kl > 0:
+        raise ValueError(f"kl_strength must be > 0 with the regularised_fisher metric (the KL "
+                         f"term's Fisher information makes it invertible), got {kl_strength!r}")
+    if not kl >= 0:
+        raise ValueError(f"kl_strength must be >= 0, got {kl_strength!r}")
+    return name
+
+
+def nig_distribution(evidential_strength: float, kl_strength: float,
+                     natural_gradient_metric: str = "regularised_fisher") -> type:
     """An NGBoost ``RegressionDistn`` for the NIG output with the score
     S = NLL + evidential_strength·|y−μ|(2λ+α) + kl_strength·KL(NIG ‖ NIG(μ, 1, 2, 1)) as its
     ``LogScore`` implementation (:mod:`postrisk.methods.nig`). Internal parameters per row:
-    θ = (μ, ln λ, ln(α−1), ln β). The metric is :func:`postrisk.methods.nig.evidential_metric`
-    (never NGBoost's unseeded Monte-Carlo Fisher estimate). ``ValueError`` unless
-    kl_strength > 0 and evidential_strength ≥ 0.
+    θ = (μ, ln λ, ln(α−1), ln β). The metric (never NGBoost's unseeded Monte-Carlo Fisher
+    estimate), by ``natural_gradient_metric``:
+
+    - ``"regularised_fisher"``: ``metric()`` is :func:`postrisk.methods.nig.evidential_metric`
+      and NGBoost's own ``grad`` solves it against ∂S/∂θ;
+    - ``"empirical"``: M = g gᵀ + ε·I of the row's own gradient g, which needs y, so ``grad``
+      is overridden to return M⁻¹g = :func:`postrisk.methods.nig.empirical_natural_gradient`
+      (``metric()``, which gets no y, raises);
+    - ``"euclidean"``: ``metric()`` is the identity, so the natural gradient is ∂S/∂θ itself
+      (the booster is built with ``natural_gradient=False`` anyway).
+
+    ``ValueError`` for an unknown metric, for evidential_strength < 0 and for a kl_strength
+    that :func:`check_nig_metric` refuses.
     """
     from ngboost.distns import RegressionDistn
     from ngboost.scores import LogScore
 
+    metric_name = check_nig_metric(natural_gradient_metric, kl_strength)
     ev, kl = float(evidential_strength), float(kl_strength)
-    if not kl > 0:
-        raise ValueError(f"kl_strength must be > 0 (the KL term's Fisher information makes the "
-                         f"natural-gradient metric invertible), got {kl_strength!r}")
     if not ev >= 0:
         raise ValueError(f"evidential_strength must be >= 0, got {evidential_strength!r}")
 
     class NIGEvidentialScore(LogScore):  # LogScore last: NGBoost finds it by its last base
         evidential_strength = ev
         kl_strength = kl
+        natural_gradient_metric = metric_name
 
         def score(self, Y):
             # the line search probes large steps: overflow there is a non-finite loss, which
@@ -141,13 +171,29 @@ def nig_distribution(evidential_strength: float, kl_strength: float) -> type:
         def d_score(self, Y):
             return nig.evidential_score_grad(self._params, Y, ev, kl)
 
-        def metric(self):
-            return nig.evidential_metric(self._params, kl)
+        if metric_name == "regularised_fisher":
+            def metric(self):
+                return nig.evidential_metric(self._params, kl)
+
+        elif metric_name == "empirical":
+            def grad(self, Y, natural=True):
+                g = self.d_score(Y)
+                return nig.empirical_natural_gradient(g) if natural else g
+
+            def metric(self):
+                raise NotImplementedError("the empirical metric g gᵀ + ε·I needs the targets: "
+                                          "grad(Y, natural=True) applies it")
+
+        else:  # euclidean
+            def metric(self):
+                n = np.shape(self._params)[1]
+                return np.broadcast_to(np.eye(nig.N_PARAMS), (n, nig.N_PARAMS, nig.N_PARAMS))
 
     class NIG(RegressionDistn):
         """Normal–Inverse-Gamma output (Amini et al. 2020) for NGBoost (Duan et al. 2020)."""
 
         n_params = nig.N_PARAMS
+        natural_gradient_metric = metric_name
         scores: ClassVar[list] = [NIGEvidentialScore]
 
         def __init__(self, params):
@@ -199,11 +245,22 @@ class NGBoostNIG(UncertaintyMethod):
 
     where NLL is the Student-t marginal (ν = 2α, location μ, scale² β(1+λ)/(λα)) and the KL's
     reference is centred at the row's own μ (it regularises λ, α, β only; see
-    :mod:`postrisk.methods.nig`), with natural gradients under the metric
-    I_t(θ) + kl_strength·I_NIG(θ) + 0.01·I: the Fisher information of the Student-t marginal
-    (singular along the direction of (λ, β) that keeps β(1+λ)/λ fixed, to which y is blind),
-    the regulariser's curvature and a Levenberg–Marquardt damping (:func:`nig.evidential_metric`),
-    so ``kl_strength`` must be > 0. Initial parameters: μ = mean(t), λ = 1, α = 2, β = Var(t).
+    :mod:`postrisk.methods.nig`). Each boosting step fits the trees to the rows' natural
+    gradients M⁻¹g, g = ∂S/∂θ, under the metric M that ``natural_gradient_metric`` names (a
+    setting fixed per run, not searched: the ablation of the metric):
+
+    - ``"regularised_fisher"`` (the default): M = I_t(θ) + kl_strength·I_NIG(θ) + 0.01·I, the
+      Fisher information of the Student-t marginal (singular along the direction of (λ, β)
+      that keeps β(1+λ)/λ fixed, to which y is blind), the regulariser's curvature and a
+      Levenberg–Marquardt damping (:func:`nig.evidential_metric`); ``kl_strength`` must be
+      > 0, which makes it invertible;
+    - ``"empirical"``: the per-row M = g gᵀ + 1e-5·I of the row's own gradient
+      (:func:`nig.empirical_metric`), so the step is M⁻¹g = g/(gᵀg + 1e-5)
+      (:func:`nig.empirical_natural_gradient`);
+    - ``"euclidean"``: M = I, the plain gradient (NGBoost's ``natural_gradient=False``).
+
+    With the last two ``kl_strength`` ≥ 0 will do. Initial parameters: μ = mean(t), λ = 1,
+    α = 2, β = Var(t).
 
     Prediction at x, in target units: mean = s_y μ + ȳ; AU = s_y² β/(α−1) (E[σ²]);
     EU = s_y² β/(λ(α−1)) = AU/λ (Var[m]).
@@ -214,22 +271,27 @@ class NGBoostNIG(UncertaintyMethod):
 
     defaults: ClassVar[dict[str, Any]] = {
         "n_estimators": 400, "learning_rate": 0.05, "max_depth": 4, "minibatch_frac": 1.0,
-        "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1}
+        "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1,
+        "natural_gradient_metric": "regularised_fisher"}
     search_space: ClassVar[dict[str, tuple]] = {
         **BOOSTER_SEARCH_SPACE,
         "learning_rate": ("float", 0.01, 0.2, "log"),
         "evidential_strength": ("float", 1e-4, 1.0, "log"),
         "kl_strength": ("float", 1e-4, 1.0, "log"),
     }
+    implementation_version: ClassVar[int] = 2  # 2: natural_gradient_metric setting
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> NGBoostNIG:
         x, y = as_training_data(x, y)
-        dist = nig_distribution(self.evidential_strength, self.kl_strength)
+        dist = nig_distribution(self.evidential_strength, self.kl_strength,
+                                self.natural_gradient_metric)
         scaler = Standardizer.fit(x, y, standardize_inputs=False, standardize_targets=True)
         model = make_ngb_regressor(
             dist, n_estimators=self.n_estimators, learning_rate=self.learning_rate,
             max_depth=self.max_depth, minibatch_frac=self.minibatch_frac,
-            col_sample=self.col_sample, natural_gradient=True, random_state=self.random_state)
+            col_sample=self.col_sample,
+            natural_gradient=dist.natural_gradient_metric != "euclidean",
+            random_state=self.random_state)
         model.fit(x, scaler.target(y))
         self.model_ = model
         self.standardizer_ = scaler

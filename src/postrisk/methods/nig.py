@@ -30,7 +30,8 @@ the training support, against 0.71 centred).
 Everything here is vectorised NumPy/SciPy over arrays of rows (no NGBoost; the NLL and the
 evidential regulariser also take JAX arrays, for the neural variant): the NLL, the
 evidential regulariser, the KL divergence, their gradients, the Fisher information of the
-Student-t marginal and of the NIG itself (both in θ), and AU/EU. Arrays ``mu, lam, alpha, beta``
+Student-t marginal and of the NIG itself (both in θ), the natural-gradient metrics built from
+them or from a row's own score gradient, and AU/EU. Arrays ``mu, lam, alpha, beta``
 broadcast against each other and against ``y``; gradients and metrics come back with the rows
 first: (n, 4) and (n, 4, 4), parameters in the order (μ, λ, α, β) for "natural" functions and
 (μ, θ₂, θ₃, θ₄) for "internal" ones. ``theta`` arguments are (4, n) arrays (NGBoost's layout)
@@ -54,6 +55,10 @@ EVIDENCE_PRIOR = PRIOR[1:]
 #: in θ₃ = ln(α−1) grows like 1/(α−1) and overshoots towards α → 1 without recovery (measured:
 #: θ₃ reached −1e56 in 25 iterations at kl_strength 0.01 on the toy problem).
 METRIC_DAMPING = 1e-2
+#: Ridge ε of the empirical metric g gᵀ + ε·I (:func:`empirical_metric`): the value of the
+#: authors' earlier code. It makes the rank-one g gᵀ invertible and bounds the natural step,
+#: whose length |g|/(|g|² + ε) peaks at 1/(2√ε) ≈ 158 where |g| = √ε.
+EMPIRICAL_METRIC_RIDGE = 1e-5
 N_PARAMS = 4
 
 
@@ -247,7 +252,7 @@ def evidential_score_grad(theta: Sequence[Any], y: Any, evidential_strength: flo
 
 
 # ---------------------------------------------------------------------------------------------
-# Fisher information (the natural-gradient metric)
+# Natural-gradient metrics: the Fisher information (regularised), and the empirical metric
 # ---------------------------------------------------------------------------------------------
 
 def student_t_fisher(sigma: Any, nu: Any) -> np.ndarray:
@@ -316,7 +321,8 @@ def nig_fisher_internal(theta: Sequence[Any]) -> np.ndarray:
 
 def evidential_metric(theta: Sequence[Any], kl_strength: float,
                       damping: float = METRIC_DAMPING) -> np.ndarray:
-    """The natural-gradient metric of the boosted NIG, shape (n, 4, 4): the Fisher information
+    """The regularised-Fisher natural-gradient metric of the boosted NIG (its default; the
+    alternative is :func:`empirical_metric`), shape (n, 4, 4): the Fisher information
     of the Student-t marginal of y in θ plus ``kl_strength`` times the Fisher information of
     the NIG over (m, σ²) in θ (the curvature of the KL term), plus ``damping``·I
     (:data:`METRIC_DAMPING`).
@@ -334,3 +340,31 @@ def evidential_metric(theta: Sequence[Any], kl_strength: float,
         raise ValueError(f"damping must be >= 0, got {damping!r}")
     return (student_t_fisher_internal(theta) + kl_strength * nig_fisher_internal(theta)
             + damping * np.eye(N_PARAMS))
+
+
+def empirical_metric(grad: Any, ridge: float = EMPIRICAL_METRIC_RIDGE) -> np.ndarray:
+    """The per-row empirical metric M = g gᵀ + ``ridge``·I, shape (n, 4, 4), from the rows'
+    score gradients g = ∂S/∂θ, an (n, 4) array (:func:`evidential_score_grad`): the outer
+    product of the row's own gradient (a one-observation estimate of the Fisher information)
+    plus a ridge (:data:`EMPIRICAL_METRIC_RIDGE`) that makes it invertible."""
+    g = _gradient_rows(grad)
+    if not ridge > 0:
+        raise ValueError(f"ridge must be > 0 (it makes g gᵀ invertible), got {ridge!r}")
+    return g[:, :, None] * g[:, None, :] + ridge * np.eye(g.shape[1])
+
+
+def empirical_natural_gradient(grad: Any, ridge: float = EMPIRICAL_METRIC_RIDGE) -> np.ndarray:
+    """M⁻¹g per row for M = :func:`empirical_metric`, shape (n, 4): by Sherman–Morrison,
+    (g gᵀ + εI)⁻¹ g = g/(gᵀg + ε), the row's gradient rescaled to length |g|/(|g|² + ε) (no
+    matrix is formed or solved)."""
+    g = _gradient_rows(grad)
+    if not ridge > 0:
+        raise ValueError(f"ridge must be > 0 (it makes g gᵀ invertible), got {ridge!r}")
+    return g / (np.sum(g * g, axis=1, keepdims=True) + ridge)
+
+
+def _gradient_rows(grad: Any) -> np.ndarray:
+    g = np.asarray(grad, dtype=np.float64)
+    if g.ndim != 2:
+        raise ValueError(f"expected an (n, k) array of gradients, got shape {g.shape}")
+    return g
