@@ -5,8 +5,11 @@ Bayesian uncertainty in deep learning").
    (:func:`postrisk.methods.resampling.held_out_split`); the shared network (Gaussian head) is
    trained to its MAP on the rest with the shared objective and loop, standardised on those rows.
 2. SWAG phase: training continues with SGD (``swag_lr``, momentum ``swag_momentum``) for
-   ``n_checkpoints`` × ``epochs_per_checkpoint`` epochs; after every ``epochs_per_checkpoint``
-   epochs the running means of θ and θ² are updated inside the compiled loop
+   ``n_checkpoints`` × ``epochs_per_checkpoint`` epochs, each step's gradient first clipped to
+   global norm ``swag_clip_norm`` (1, as in all network training, by default; ``None``: no
+   clipping, e.g. to ablate the clip's shrinking of the iterates' spread, hence of EU; the
+   threshold is traced, so every setting shares one compiled loop); after every
+   ``epochs_per_checkpoint`` epochs the running means of θ and θ² are updated inside the loop
    (``train(..., moments_every=...)``): μ_SWAG = E[θ], σ²_SWAG = E[θ²] − E[θ]² (clipped at 0).
 3. Prediction: ``n_samples`` draws θ_s ~ N(μ_SWAG, diag σ²_SWAG) (fixed by ``random_state``),
    each a network, reduced as members: mean = mean of the sampled means, AU = mean of the
@@ -48,18 +51,25 @@ class NeuralSWAG(NeuralNetworkMethod):
 
     defaults: ClassVar[dict[str, Any]] = {
         "n_checkpoints": 20, "epochs_per_checkpoint": 10, "swag_lr": 0.01,
-        "swag_momentum": 0.9, "calibration_fraction": 0.1, "n_samples": 64}
+        "swag_momentum": 0.9, "swag_clip_norm": 1.0, "calibration_fraction": 0.1,
+        "n_samples": 64}
     search_space: ClassVar[dict[str, tuple]] = {
         "n_checkpoints": ("int", 10, 40),
         "epochs_per_checkpoint": ("int", 2, 12),
         "swag_lr": ("float", 1e-3, 0.1, "log"),
     }
+    implementation_version: ClassVar[int] = 2  # 2: swag_clip_norm setting
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> NeuralSWAG:
         x, y = as_training_data(x, y, min_rows=3)
         n_checkpoints = positive_int(self.n_checkpoints, "n_checkpoints")
         every = positive_int(self.epochs_per_checkpoint, "epochs_per_checkpoint")
         positive_int(self.n_samples, "n_samples")
+        lr, momentum = float(self.swag_lr), float(self.swag_momentum)
+        try:  # checked before the MAP phase
+            optimizer = sgd(lr, momentum, clip_norm=self.swag_clip_norm)
+        except ValueError as error:
+            raise ValueError(f"swag_clip_norm: {error}") from None
         fit_rows, cal_rows = held_out_split(len(y), float(self.calibration_fraction),
                                             self.random_state)
         self.calibration_rows_ = cal_rows
@@ -69,10 +79,14 @@ class NeuralSWAG(NeuralNetworkMethod):
         key = jax.random.fold_in(jax.random.PRNGKey(self.random_state), 2)
         _, state, self.swag_history_ = train(
             gaussian_nll_loss(self.spec_), self.params_, self.state_, x_std, y_std,
-            optimizer=sgd(float(self.swag_lr), float(self.swag_momentum)),
-            n_epochs=n_checkpoints * every, batch_size=int(self.batch_size), key=key,
-            moments_every=every, label=f"{self.name}: SWAG epochs")
+            optimizer=optimizer, n_epochs=n_checkpoints * every,
+            batch_size=int(self.batch_size), key=key, moments_every=every,
+            label=f"{self.name}: SWAG epochs")
         moments = self.swag_history_["moments"]
+        if not all(np.all(np.isfinite(leaf)) for leaf in jax.tree.leaves(moments)):
+            raise FloatingPointError(
+                f"{self.name}: the SWAG phase diverged (non-finite iterates) at swag_lr={lr}, "
+                f"swag_clip_norm={self.swag_clip_norm}")
         self.swag_mean_ = jax.tree.map(lambda m: np.asarray(m, dtype=np.float64),
                                        moments["mean"])
         self.swag_var_ = jax.tree.map(

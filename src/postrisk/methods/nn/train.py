@@ -10,6 +10,12 @@ API
     the same transformation object, so a tuning sweep whose trials share an architecture and
     batch shape compiles the training loop once (:func:`loop_compilations` counts them).
 
+``sgd(learning_rate, momentum, clip_norm=CLIP_NORM) -> Optimizer``
+    ``clip_by_global_norm(clip_norm)`` (``None``: no clipping; else a positive threshold) then
+    ``optax.sgd(lr, momentum)`` (heavy ball: trace ← g + momentum·trace, θ ← θ − lr·trace),
+    SWAG's phase after training. All three numbers are traced (``None`` as +inf, which passes
+    the gradients through unchanged), so every setting shares one compiled loop.
+
 ``train(loss_fn, params, state, x, y, *, optimizer, n_epochs, batch_size, key, n_members=None,
 member_rows=None, label="train: epochs") -> (params, state, history)``
     ``loss_fn(params, state, xb, yb, key) -> (loss, new_state)`` is the loss of ONE member on
@@ -61,6 +67,7 @@ import contextlib
 import functools
 import logging
 import math
+import numbers
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -125,14 +132,19 @@ def _baked_nadamw(learning_rate: float, momentum: float, weight_decay: float,
     return _nadamw_chain(learning_rate, momentum, weight_decay, decay_mask)
 
 
-def _sgd_chain(learning_rate: Any, momentum: Any) -> optax.GradientTransformation:
-    return optax.chain(optax.clip_by_global_norm(CLIP_NORM),
+def _sgd_chain(learning_rate: Any, momentum: Any,
+               clip_norm: Any) -> optax.GradientTransformation:
+    return optax.chain(optax.clip_by_global_norm(clip_norm),
                        optax.sgd(learning_rate, momentum=momentum))
 
 
 @functools.lru_cache(maxsize=1)
 def _traced_sgd() -> optax.GradientTransformation:
-    return optax.inject_hyperparams(_sgd_chain)(learning_rate=0.0, momentum=0.0)
+    """The one SGD transformation, its three numbers traced (the clip threshold too: with
+    ``clip_by_global_norm``'s ``select(norm < max_norm, g, g / norm · max_norm)`` a threshold of
+    +inf passes every finite gradient through unchanged, bit for bit)."""
+    return optax.inject_hyperparams(_sgd_chain)(learning_rate=0.0, momentum=0.0,
+                                                clip_norm=CLIP_NORM)
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,11 +180,20 @@ def with_hyperparams(opt_state: Any, values: Mapping[str, float]) -> Any:
     return opt_state._replace(hyperparams=new)
 
 
-def sgd(learning_rate: float, momentum: float) -> Optimizer:
-    """Global-norm clip 1, then SGD with heavy-ball momentum (SWAG's phase after training);
-    the numbers are traced."""
+def sgd(learning_rate: float, momentum: float,
+        clip_norm: float | None = CLIP_NORM) -> Optimizer:
+    """Global-norm clip at ``clip_norm`` (``None``: no clipping), then SGD with heavy-ball
+    momentum (SWAG's phase after training); the three numbers are traced (``None`` as +inf),
+    so every setting shares one compiled loop."""
+    if clip_norm is None:
+        threshold = math.inf
+    elif isinstance(clip_norm, numbers.Real) and not isinstance(clip_norm, bool) \
+            and clip_norm > 0:  # NaN fails the comparison
+        threshold = float(clip_norm)
+    else:
+        raise ValueError(f"clip_norm must be a positive number or None, got {clip_norm!r}")
     return Optimizer(_traced_sgd(), {"learning_rate": float(learning_rate),
-                                     "momentum": float(momentum)})
+                                     "momentum": float(momentum), "clip_norm": threshold})
 
 
 def nadamw(learning_rate: float, momentum: float, weight_decay: float,
