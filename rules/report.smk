@@ -16,6 +16,7 @@ rule tables:
         ids=stage_tables("tables"),
         scale=config["scale"],
         correlation=config["disentanglement"]["correlation"],
+        definition=config["disentanglement"]["definition"],
     log:
         SIMPLE["tables"].log,
     benchmark:
@@ -65,7 +66,8 @@ rule report:
         contents=PLANNER.report_contents(),
         scale=config["scale"],
         config=config,
-        settings={"correlation": config["disentanglement"]["correlation"]},
+        settings={"correlation": config["disentanglement"]["correlation"],
+                  "definition": config["disentanglement"]["definition"]},
     log:
         SIMPLE["report"].log,
     benchmark:

@@ -10,4 +10,5 @@ with job_log(snakemake.log[0]):
                   dict(zip(snakemake.params.ids, snakemake.output.tables, strict=True)),
                   snakemake.output.page, snakemake.params.scale,
                   disentanglement=snakemake.input.disentanglement,
-                  correlation=snakemake.params.correlation)
+                  correlation=snakemake.params.correlation,
+                  definition=snakemake.params.definition)

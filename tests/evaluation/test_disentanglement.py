@@ -2,10 +2,14 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
 from postrisk.evaluation.disentanglement import (
+    DEFINITIONS,
     disentanglement_correlations,
     disentanglement_error,
+    score_correlations,
+    score_disentanglement,
 )
 
 LABEL = np.array([0.0, 0.1, 0.2, 0.4])          # U_a = p
@@ -162,3 +166,136 @@ def test_validation():
         disentanglement_error(c, alpha=-1.0)
     with pytest.raises(ValueError, match="lacks"):
         disentanglement_error({"c_aa": 1.0})
+
+
+# -- the "score" definition (the public package's): per run, corr(u, −score), DE averaged ------
+def score_case():
+    """2 runs × 4 label-noise levels and 2 runs × 3 data-size levels, chosen by hand."""
+    return dict(
+        label_score=np.array([[0.9, 0.7, 0.6, 0.2], [0.8, 0.8, 0.5, 0.1]]),
+        label_au=np.array([[0.1, 0.2, 0.4, 0.5], [0.3, 0.2, 0.6, 0.9]]),
+        label_eu=np.array([[0.3, 0.1, 0.2, 0.4], [0.2, 0.5, 0.1, 0.3]]),
+        size_score=np.array([[0.9, 0.6, 0.3], [0.7, 0.7, 0.2]]),
+        size_au=np.array([[0.2, 0.1, 0.3], [0.5, 0.4, 0.4]]),
+        size_eu=np.array([[0.1, 0.4, 0.8], [0.3, 0.2, 0.9]]))
+
+
+def _r(u, score):
+    """Pearson's r of an estimate with the negated score, by np.corrcoef."""
+    return float(np.corrcoef(np.asarray(u), -np.asarray(score))[0, 1])
+
+
+def _hand_de(c_aa, c_ea, c_ae, c_ee):
+    return (abs(1 - c_aa) + abs(c_ea) + abs(c_ae) + abs(1 - c_ee)) / 4
+
+
+def test_definitions():
+    assert DEFINITIONS == ("level", "score")
+
+
+def test_score_definition_hand_computed():
+    kw = score_case()
+    per_run = []
+    for r in range(2):
+        c = (_r(kw["label_au"][r], kw["label_score"][r]),
+             _r(kw["label_eu"][r], kw["label_score"][r]),
+             _r(kw["size_au"][r], kw["size_score"][r]),
+             _r(kw["size_eu"][r], kw["size_score"][r]))
+        per_run.append((*c, _hand_de(*c)))
+    hand = np.mean(per_run, axis=0)
+    out = score_disentanglement(**kw)
+    assert out["n_runs"] == 2
+    for i, key in enumerate(("c_aa", "c_ea", "c_ae", "c_ee", "de")):
+        assert out[key] == pytest.approx(hand[i], abs=1e-12), key
+        for r in range(2):
+            assert out["per_run"][r][key] == pytest.approx(per_run[r][i], abs=1e-12), (key, r)
+    # the sign: u_a rises as the score falls in run 0, so its correlation is positive
+    assert per_run[0][0] > 0.9
+    # the DE is averaged over runs, not recomputed from the mean correlations (C_ea changes
+    # sign between the runs, so the two differ)
+    assert per_run[0][1] * per_run[1][1] < 0
+    assert out["de"] != pytest.approx(_hand_de(*hand[:4]), abs=1e-3)
+    # one run, as vectors, is that run's value
+    one = score_disentanglement(*(v[1] for v in kw.values()))
+    assert one["de"] == pytest.approx(per_run[1][4], abs=1e-12) and one["n_runs"] == 1
+    assert score_correlations(*(v[0] for v in kw.values()))["c_ee"] == pytest.approx(
+        per_run[0][3], abs=1e-12)
+    # and it is not the level definition on the same means
+    level = disentanglement_error(disentanglement_correlations(
+        [0.0, 0.1, 0.2, 0.3], kw["label_au"], kw["label_eu"], [1.0, 0.5, 0.1],
+        kw["size_au"], kw["size_eu"]))
+    assert level != pytest.approx(out["de"], abs=1e-3)
+
+
+def test_score_definition_spearman_and_weights():
+    kw = score_case()
+    out = score_disentanglement(**kw, method="spearman")
+    for r in range(2):
+        rho = float(spearmanr(kw["label_eu"][r], -kw["label_score"][r])[0])
+        assert out["per_run"][r]["c_ea"] == pytest.approx(rho, abs=1e-12)
+    weighted = score_disentanglement(**kw, alpha=2.0, beta=0.0, gamma=1.0)
+    hand = np.mean([(abs(1 - c["c_aa"]) + 2 * abs(c["c_ea"]) + abs(1 - c["c_ee"])) / 4
+                    for c in score_disentanglement(**kw)["per_run"]])
+    assert weighted["de"] == pytest.approx(hand, abs=1e-12)
+
+
+def test_score_definition_constant_estimate_and_constant_score():
+    kw = score_case()
+    # an estimate constant across levels: no association, correlation 0 (as for "level")
+    flat = dict(kw, label_eu=np.array([[0.3, 0.3, 0.3, 0.3], kw["label_eu"][1]]))
+    out = score_disentanglement(**flat)
+    assert out["per_run"][0]["c_ea"] == 0.0 and out["n_runs"] == 2
+    assert out["c_ea"] == pytest.approx(_r(kw["label_eu"][1], kw["label_score"][1]) / 2,
+                                        abs=1e-12)
+    # a score constant across a run's data-size levels: that run's C_ae, C_ee are None (the
+    # package gives NaN), it has no DE and the means are over the other run
+    const = dict(kw, size_score=np.array([kw["size_score"][0], [0.5, 0.5, 0.5]]))
+    out = score_disentanglement(**const)
+    assert out["per_run"][1]["c_ae"] is None and out["per_run"][1]["c_ee"] is None
+    assert out["per_run"][1]["de"] is None and out["per_run"][1]["c_aa"] is not None
+    alone = score_disentanglement(*(v[0] for v in kw.values()))
+    assert out["n_runs"] == 1
+    for key in ("c_aa", "c_ea", "c_ae", "c_ee", "de"):
+        assert out[key] == pytest.approx(alone[key], abs=1e-15)
+    # constant up to rounding counts as constant
+    nearly = dict(kw, size_score=np.array([kw["size_score"][0], [0.5, 0.5 + 1e-16, 0.5]]))
+    assert score_disentanglement(**nearly)["n_runs"] == 1
+    # every run's score constant: nothing to average
+    none = score_disentanglement(**dict(kw, label_score=np.full((2, 4), 0.7)))
+    assert none["n_runs"] == 0
+    assert all(none[k] is None for k in ("c_aa", "c_ea", "c_ae", "c_ee", "de"))
+
+
+def test_score_definition_missing_levels():
+    kw = score_case()
+    # a failed fit (NaN) drops that level from that run only
+    gap = {k: v.copy() for k, v in kw.items()}
+    gap["label_au"][1, 2] = np.nan
+    out = score_disentanglement(**gap)
+    keep = [0, 1, 3]
+    assert out["per_run"][1]["c_aa"] == pytest.approx(
+        _r(kw["label_au"][1][keep], kw["label_score"][1][keep]), abs=1e-12)
+    assert out["per_run"][1]["c_ea"] == pytest.approx(
+        _r(kw["label_eu"][1][keep], kw["label_score"][1][keep]), abs=1e-12)
+    assert out["per_run"][0] == score_disentanglement(**kw)["per_run"][0]
+    # fewer than three levels left in a run: not applicable there
+    gap["size_score"][0, 0] = np.nan
+    out = score_disentanglement(**gap)
+    assert out["per_run"][0]["c_ee"] is None and out["n_runs"] == 1
+
+
+def test_score_definition_validation():
+    kw = score_case()
+    with pytest.raises(ValueError, match="infinite"):
+        score_disentanglement(**dict(kw, size_eu=np.where(kw["size_eu"] > 0.8, np.inf, 0.1)))
+    with pytest.raises(ValueError, match="label arrays differ in shape"):
+        score_disentanglement(**dict(kw, label_au=kw["label_au"][:, :3]))
+    with pytest.raises(ValueError, match="runs"):
+        score_disentanglement(**dict(kw, size_score=kw["size_score"][:1],
+                                     size_au=kw["size_au"][:1], size_eu=kw["size_eu"][:1]))
+    with pytest.raises(ValueError, match="method"):
+        score_disentanglement(**kw, method="kendall")
+    with pytest.raises(ValueError, match="alpha"):
+        score_disentanglement(**kw, alpha=-1.0)
+    with pytest.raises(ValueError, match="differ in length"):
+        score_correlations([0.1, 0.2, 0.3], [0.1, 0.2], [0.1, 0.2, 0.3], *([0.1, 0.2, 0.3],) * 3)

@@ -5,9 +5,18 @@ ground truth of a GP task and failed fits."""
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from postrisk.evaluation import disentanglement_experiment as dx
+from postrisk.evaluation.disentanglement import disentanglement_correlations
+from postrisk.grid import load_config
+from postrisk.grid.artefacts import artefact
+from postrisk.grid.config import ConfigError, validate_config
+from postrisk.methods.runner import run_fit
+from postrisk.report.table_builders import TableInputs
+from postrisk.report.table_builders import disentanglement as de_table
+from postrisk.tasks.key import KEY_COLUMNS
 from postrisk.tasks.task import Task
 from tests.task_helpers import gp_task
 
@@ -189,3 +198,145 @@ def test_ground_truth_needs_a_gp_task(task):
     frame = dx.run_experiment("blr", {}, other, runs=1, data_fractions=(1.0,),
                               label_noise_fractions=(0.0,))
     assert "true_mean_au" not in frame.columns and len(frame) == 2
+
+
+# -- the score column and the "score" definition (the public package's) ----------------------
+#: The summary's columns before the score definition was added, in their order.
+LEVEL_COLUMNS = ["method", *KEY_COLUMNS, "c_aa", "c_ea", "c_ae", "c_ee", "de", "c_aa_true",
+                 "c_ea_true", "c_ae_true", "c_ee_true", "de_true", "n_fits", "n_failed",
+                 "status"]
+SCORE_COLUMNS = ["definition", "de_headline", "c_aa_score", "c_ea_score", "c_ae_score",
+                 "c_ee_score", "de_score", "n_runs_score"]
+
+
+def test_eval_targets_are_one_fixed_noisy_draw(task):
+    y = dx.eval_targets(task, 7)
+    np.testing.assert_array_equal(y, dx.eval_targets(task, 7))
+    assert not np.allclose(y, dx.eval_targets(task, 8))
+    z = (y - task.f_true_eval) / np.sqrt(task.noise_var_eval)  # standard normal, 40 points
+    assert abs(z.mean()) < 4 / math.sqrt(z.size) and 0.5 < z.std() < 1.5
+    ds = task.ds.assign(y_eval=(("eval",), np.arange(z.size, dtype=float)))
+    np.testing.assert_array_equal(dx.eval_targets(Task(ds), 7), np.arange(z.size))
+
+
+def test_score_is_one_minus_mae_on_the_test_targets(task, blr_frame):
+    assert np.isfinite(blr_frame["score"]).all()
+    y_eval = dx.eval_targets(task, 7)
+    for experiment, level, run in (("data_size", 0.25, 0), ("label_noise", 0.5, 1)):
+        rng = dx._data_rng(7, run, experiment)
+        if experiment == "data_size":
+            idx = dx.subsample_rows(task.x_train.shape[0], level, rng)
+            x_fit, y_fit, y_test = task.x_train[idx], task.y_train[idx], y_eval
+        else:
+            x_fit, y_fit = task.x_train, dx.permute_labels(task.y_train, level, rng)
+            # the same fraction of the test targets is permuted, from its own stream
+            y_test = dx.permute_labels(y_eval, level, np.random.default_rng(
+                np.random.SeedSequence([7, run, 3])))
+            assert np.sum(y_test != y_eval) > 10
+        record = run_fit("blr", {}, x_fit, y_fit, task.x_eval,
+                         random_state=dx._fit_seed(7, run, experiment, level))
+        row = blr_frame[(blr_frame["experiment"] == experiment) & (blr_frame["level"] == level)
+                        & (blr_frame["run"] == run)]
+        assert row["score"].item() == pytest.approx(
+            1 - np.mean(np.abs(record.mean - y_test)), abs=1e-12)
+    # p = 0 and f = 1 both fit every clean row and score on unpermuted targets
+    label = blr_frame[(blr_frame["experiment"] == "label_noise") & (blr_frame["level"] == 0.0)]
+    size = blr_frame[(blr_frame["experiment"] == "data_size") & (blr_frame["level"] == 1.0)]
+    np.testing.assert_allclose(label["score"], size["score"], rtol=1e-10)
+    worst = blr_frame[(blr_frame["experiment"] == "label_noise") & (blr_frame["level"] == 1.0)]
+    assert (worst["score"].to_numpy() < label["score"].to_numpy()).all()
+
+
+def _hand_score_summary(frame: pd.DataFrame) -> dict:
+    """The package's procedure written out: per run, np.corrcoef of each experiment's mean u
+    with the negated score across its ok levels, the DE by hand, then means over runs."""
+    per_run = []
+    ok = frame[frame["status"] == "ok"]
+    for _, run in ok.groupby("run"):
+        c = []
+        for experiment in ("label_noise", "data_size"):
+            sub = run[run["experiment"] == experiment].sort_values("level")
+            for u in ("mean_au", "mean_eu"):
+                c.append(float(np.corrcoef(sub[u], -sub["score"])[0, 1]))
+        c_aa, c_ea, c_ae, c_ee = c
+        de = (abs(1 - c_aa) + abs(c_ea) + abs(c_ae) + abs(1 - c_ee)) / 4
+        per_run.append((c_aa, c_ea, c_ae, c_ee, de))
+    keys = ("c_aa_score", "c_ea_score", "c_ae_score", "c_ee_score", "de_score")
+    return {**dict(zip(keys, np.mean(per_run, axis=0), strict=True)), "n": len(per_run)}
+
+
+def test_summary_carries_both_definitions(blr_frame):
+    summary = dx.disentanglement_summary(blr_frame)
+    assert list(summary.columns) == LEVEL_COLUMNS + SCORE_COLUMNS
+    row = summary.iloc[0]
+    # the level definition, unchanged: per level the run means, one correlation per experiment
+    label = blr_frame[blr_frame["experiment"] == "label_noise"].groupby("level").mean(
+        numeric_only=True)
+    size = blr_frame[blr_frame["experiment"] == "data_size"].groupby("level").mean(
+        numeric_only=True)
+    direct = disentanglement_correlations(label.index, label["mean_au"], label["mean_eu"],
+                                          size.index, size["mean_au"], size["mean_eu"])
+    for key, value in direct.items():
+        assert row[key] == value
+    without = dx.disentanglement_summary(blr_frame.drop(columns="score"))
+    pd.testing.assert_frame_equal(without[LEVEL_COLUMNS], summary[LEVEL_COLUMNS])
+    assert without["n_runs_score"].item() == 0 and without["de_score"].item() is None
+    # the score definition, by hand
+    hand = _hand_score_summary(blr_frame)
+    assert row["n_runs_score"] == hand.pop("n") == RUNS
+    for key, value in hand.items():
+        assert row[key] == pytest.approx(value, abs=1e-12), key
+    assert row["de_score"] != pytest.approx(row["de"], abs=1e-6)
+    # the headline follows the setting; nothing else changes
+    assert row["definition"] == "level" and row["de_headline"] == row["de"]
+    scored = dx.disentanglement_summary(blr_frame, definition="score")
+    assert scored["definition"].item() == "score"
+    assert scored["de_headline"].item() == scored["de_score"].item() == row["de_score"]
+    pd.testing.assert_frame_equal(scored.drop(columns=["definition", "de_headline"]),
+                                  summary.drop(columns=["definition", "de_headline"]))
+    with pytest.raises(ValueError, match="definition"):
+        dx.disentanglement_summary(blr_frame, definition="package")
+
+
+def test_score_summary_drops_a_failed_level_from_its_run_only(blr_frame):
+    frame = blr_frame.copy()
+    bad = (frame["experiment"] == "label_noise") & (frame["level"] == 0.3) & (frame["run"] == 1)
+    frame.loc[bad, ["status", "mean_au", "mean_eu", "score"]] = ["failed"] + [np.nan] * 3
+    row = dx.disentanglement_summary(frame).iloc[0]
+    hand = _hand_score_summary(frame)
+    assert row["n_runs_score"] == hand.pop("n") == RUNS
+    for key, value in hand.items():
+        assert row[key] == pytest.approx(value, abs=1e-12), key
+    # a score constant across one run's data-size levels: that run is left out
+    flat = blr_frame.copy()
+    flat.loc[(flat["experiment"] == "data_size") & (flat["run"] == 0), "score"] = 0.5
+    row = dx.disentanglement_summary(flat).iloc[0]
+    hand = _hand_score_summary(blr_frame[blr_frame["run"] == 1])
+    assert row["n_runs_score"] == 1 and row["status"] == "ok"
+    assert row["de_score"] == pytest.approx(hand["de_score"], abs=1e-12)
+
+
+def test_table_builder_and_caption_carry_the_definition(blr_frame):
+    table = de_table(TableInputs(pd.DataFrame(), disentanglement=(blr_frame,),
+                                 definition="score"), np.random.default_rng(0))
+    assert table["definition"].item() == "score"
+    assert table["de_headline"].item() == table["de_score"].item()
+    assert {"de", "de_true", "de_score"} <= set(table.columns)
+    default = de_table(TableInputs(pd.DataFrame(), disentanglement=(blr_frame,)),
+                       np.random.default_rng(0))
+    assert default["de_headline"].item() == default["de"].item()
+    caption = artefact("disentanglement").caption_for({"correlation": "spearman",
+                                                       "definition": "score"})
+    assert '"score" definition' in caption and "spearman correlation" in caption
+
+
+def test_config_definition_setting(repo):
+    paper = load_config(repo / "config.yaml")
+    assert paper["disentanglement"]["definition"] == "level"
+    settings = paper["disentanglement"]
+    assert validate_config(dict(paper, disentanglement=dict(settings, definition="score")))
+    with pytest.raises(ConfigError, match="disentanglement.definition.*allowed values: level"):
+        validate_config(dict(paper, disentanglement=dict(settings, definition="package")))
+    missing = {k: v for k, v in settings.items() if k != "definition"}
+    with pytest.raises(ConfigError, match="definition"):
+        validate_config(dict(paper, disentanglement=missing))

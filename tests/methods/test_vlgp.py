@@ -128,3 +128,15 @@ def test_bad_input_raises():
         VariationalHeteroscedasticGP(num_inducing=0).fit(x, y)
     with pytest.raises(RuntimeError, match="fit"):
         VariationalHeteroscedasticGP().predict(x)
+
+
+def test_the_plug_in_ablation_reports_exp_m_g_from_the_same_fit(hetero):
+    from postrisk.methods.vlgp import PlugInNoiseVLGP
+
+    x, y, x_eval, _, pred = hetero
+    plug = PlugInNoiseVLGP(**FAST).fit(x, y).predict(x_eval)
+    np.testing.assert_array_equal(plug.mean, pred.mean)  # the same fit
+    np.testing.assert_array_equal(plug.epistemic_var, pred.epistemic_var)
+    # reported / plug-in = exp(v_g/2) ≥ 1, > 1 where the noise process is uncertain
+    ratio = pred.aleatoric_var / plug.aleatoric_var
+    assert np.all(ratio >= 1.0) and np.max(ratio) > 1.0 + 1e-6

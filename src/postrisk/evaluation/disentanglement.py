@@ -26,6 +26,19 @@ follows U_e and ignores U_a:
 so DE = 0 for perfect disentanglement. This module is written from that definition; variants
 that put |1 − ·| on the cross terms, or repeat a term so that C_ee never enters, compute a
 different quantity.
+
+Two definitions of the correlations (:data:`DEFINITIONS`):
+
+* **"level"** (:func:`disentanglement_correlations`): per level, the test-set means are
+  averaged over runs, and each experiment's correlation is taken across levels between those
+  averages and the manipulated uncertainty itself (U_a = p, U_e = −log f, or a ground truth):
+  one correlation and one DE per method and task;
+* **"score"** (:func:`score_disentanglement`, the public ``disentanglement-error`` package's
+  procedure): within each run, the correlation is taken across levels between the test-set
+  means and the model's **negated score** at each level (regression: score = 1 − MAE on the
+  test set), standing in for the manipulated uncertainty; a DE per run, then the DE and the
+  correlations are each **averaged over runs**. The package's weighted sum repeats the
+  aleatoric term (so that C_ee never enters); here both definitions use the formula above.
 """
 
 from __future__ import annotations
@@ -42,6 +55,8 @@ from postrisk.core.arrays import as_vector
 MIN_LEVELS = 3
 #: Keys of :func:`disentanglement_correlations`.
 CORRELATION_KEYS = ("c_aa", "c_ea", "c_ae", "c_ee")
+#: The definitions of the correlations (module docstring); the first is the default.
+DEFINITIONS = ("level", "score")
 
 _CONSTANT_RTOL = 64 * np.finfo(np.float64).eps
 
@@ -172,3 +187,102 @@ def disentanglement_error(correlations: dict[str, float | None], alpha: float = 
     c_aa, c_ea, c_ae, c_ee = (float(v) for v in c)  # type: ignore[arg-type]
     num = abs(1.0 - c_aa) + alpha * abs(c_ea) + beta * abs(c_ae) + gamma * abs(1.0 - c_ee)
     return num / (1.0 + alpha + beta + gamma)
+
+
+def _runs_by_levels(name: str, values) -> np.ndarray:
+    """``values`` as a (runs, levels) array (a vector is one run); NaN allowed (a missing
+    level of a run), ±inf not."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty (levels,) or (runs, levels) array, "
+                         f"got shape {np.shape(values)}")
+    if np.isinf(arr).any():
+        raise ValueError(f"{name} contains infinite values")
+    return arr
+
+
+def _score_association(estimate: np.ndarray, score: np.ndarray,
+                       method: Literal["pearson", "spearman"]) -> float | None:
+    """corr(estimate, −score) across one run's levels: ``None`` for fewer than
+    :data:`MIN_LEVELS` levels or a score constant up to rounding; 0.0 for a constant
+    estimate (as in the level definition)."""
+    if score.size < MIN_LEVELS or _is_constant(score):
+        return None
+    return _association(estimate, -score, method)
+
+
+def score_correlations(label_score, label_au, label_eu, size_score, size_au, size_eu,
+                       method: Literal["pearson", "spearman"] = "pearson"
+                       ) -> dict[str, float | None]:
+    """The four correlations of one run under the "score" definition (module docstring):
+    C_aa = corr(u_a, −score), C_ea = corr(u_e, −score) across the label-noise levels and
+    C_ae = corr(u_a, −score), C_ee = corr(u_e, −score) across the data-size levels, each
+    argument a vector over that experiment's levels (``*_score``: the model's score at each
+    level, higher is better; ``*_au`` / ``*_eu``: the test-set means of u_a / u_e). A level
+    with a NaN in any of its three values is dropped (a failed fit).
+
+    ``None``: fewer than :data:`MIN_LEVELS` levels left, or a score constant across the
+    levels (up to rounding: the target of the correlation does not vary; the package returns
+    NaN). An estimate constant across the levels has correlation 0, as in
+    :func:`disentanglement_correlations`. ``ValueError`` on ±inf, mismatched lengths or an
+    unknown ``method``.
+    """
+    if method not in ("pearson", "spearman"):
+        raise ValueError(f"method must be 'pearson' or 'spearman', got {method!r}")
+    out: dict[str, float | None] = {}
+    for prefix, (score, au, eu), keys in (
+            ("label", (label_score, label_au, label_eu), ("c_aa", "c_ea")),
+            ("size", (size_score, size_au, size_eu), ("c_ae", "c_ee"))):
+        s = as_vector(f"{prefix}_score", score)
+        a = as_vector(f"{prefix}_au", au)
+        e = as_vector(f"{prefix}_eu", eu)
+        if not (s.shape == a.shape == e.shape):
+            raise ValueError(f"{prefix}_score, {prefix}_au and {prefix}_eu differ in length: "
+                             f"{s.size}, {a.size}, {e.size}")
+        stacked = np.stack((s, a, e))
+        if np.isinf(stacked).any():
+            raise ValueError(f"the {prefix} experiment's values contain infinite values")
+        s, a, e = stacked[:, np.isfinite(stacked).all(axis=0)]
+        out[keys[0]] = _score_association(a, s, method)
+        out[keys[1]] = _score_association(e, s, method)
+    return {k: out[k] for k in CORRELATION_KEYS}
+
+
+def score_disentanglement(label_score, label_au, label_eu, size_score, size_au, size_eu,
+                          method: Literal["pearson", "spearman"] = "pearson",
+                          alpha: float = 1.0, beta: float = 1.0, gamma: float = 1.0) -> dict:
+    """The Disentanglement Error under the "score" definition (module docstring), the public
+    package's procedure with the correct formula: per run, :func:`score_correlations` and
+    :func:`disentanglement_error`; then the **mean over runs of the per-run DE** (not the DE of
+    the mean correlations) and, for reference, the mean over the same runs of each
+    correlation.
+
+    Arguments: arrays of shape (runs, L) for the label-noise experiment and (runs, S) for the
+    data-size experiment (a vector is one run), run r of both experiments being one run; NaN
+    marks a missing (run, level), e.g. a failed fit.
+
+    Returns {"c_aa", "c_ea", "c_ae", "c_ee": mean per-run correlations, "de": mean per-run
+    DE, "n_runs": the runs averaged, "per_run": per run its four correlations and "de"}. A run
+    with a ``None`` correlation (fewer than :data:`MIN_LEVELS` levels, or a constant score) has
+    no DE and is left out of every mean; with no run left, every mean is ``None``.
+    """
+    label = [_runs_by_levels(n, v) for n, v in
+             (("label_score", label_score), ("label_au", label_au), ("label_eu", label_eu))]
+    size = [_runs_by_levels(n, v) for n, v in
+            (("size_score", size_score), ("size_au", size_au), ("size_eu", size_eu))]
+    for name, group in (("label", label), ("size", size)):
+        if len({g.shape for g in group}) != 1:
+            raise ValueError(f"the {name} arrays differ in shape: {[g.shape for g in group]}")
+    if label[0].shape[0] != size[0].shape[0]:
+        raise ValueError(f"{label[0].shape[0]} label-noise runs but {size[0].shape[0]} "
+                         "data-size runs")
+    per_run = []
+    for r in range(label[0].shape[0]):
+        corr = score_correlations(*(g[r] for g in label), *(g[r] for g in size), method)
+        per_run.append({**corr, "de": disentanglement_error(corr, alpha, beta, gamma)})
+    used = [run for run in per_run if run["de"] is not None]
+    out: dict = {k: (float(np.mean([run[k] for run in used])) if used else None)
+                 for k in (*CORRELATION_KEYS, "de")}
+    return {**out, "n_runs": len(used), "per_run": per_run}

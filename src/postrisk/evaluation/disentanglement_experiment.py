@@ -37,9 +37,23 @@ fit's ``random_state`` is drawn from ``SeedSequence([seed, r, e, round(level·10
 one per (run, experiment, level); a level's rows and fit do not depend on which other levels are
 run.
 
-Output: one row per (experiment, level, run) with the fit's status and the test-set means
-``mean_au`` / ``mean_eu`` of the reported aleatoric and epistemic variances (NaN for a failed
-fit; a failed fit never raises, see :func:`postrisk.methods.runner.run_fit`).
+Output: one row per (experiment, level, run) with the fit's status, the test-set means
+``mean_au`` / ``mean_eu`` of the reported aleatoric and epistemic variances and the fit's
+``score`` (NaN for a failed fit; a failed fit never raises, see
+:func:`postrisk.methods.runner.run_fit`).
+
+Score and test targets (for the "score" definition of the summary)
+------------------------------------------------------------------
+``score`` = 1 − MAE, the mean over ``x_eval`` of |predicted mean − test target|, as the public
+package scores a regression model. A task store holds f* and the noise variances at the
+evaluation points but no noisy targets there, so the test targets are drawn once per task:
+y_eval = f*(x_eval) + N(0, ``noise_var_eval``), from ``SeedSequence([seed, 0, 2])`` (a store
+with a ``y_eval`` variable uses that instead). The data-size experiment scores every level
+against y_eval. In the label-noise experiment, as in the package, the same fraction p of the
+test targets is permuted (:func:`permute_labels`, from ``SeedSequence([seed, r, 3])``, a fresh
+generator per level, so the permuted test rows are nested across levels like the training
+rows). Experiment codes 2 and 3 in these seeds are reserved for the test targets; the
+estimates ``mean_au`` / ``mean_eu`` and the training data never depend on them.
 
 Ground truth (GP-prior tasks; ``ground_truth`` defaults to "the task's prior is gp")
 -----------------------------------------------------------------------------------
@@ -66,12 +80,15 @@ The task knows f*, the noise variances σ²_ε and the prior GP(0, a²k) f* was 
 
 Summary (:func:`disentanglement_summary`)
 ----------------------------------------
-Per method and task: per level, the test-set mean AU and EU averaged over the runs whose fit is
-ok (a level with no ok run is dropped; fewer than 3 levels left in either experiment makes all
-four correlations and DE "not applicable"); then the correlations C_aa = corr(U_a, AU),
-C_ea = corr(U_a, EU) over the label-noise levels and C_ae = corr(U_e, AU), C_ee = corr(U_e, EU)
-over the data-size levels (an estimate constant across levels counts as correlation 0; a
-manipulated uncertainty with a single value is "not applicable"), and
+Both definitions of :mod:`postrisk.evaluation.disentanglement` are reported, the setting
+``definition`` naming the headline one (``de_headline``).
+
+"level" (the default). Per method and task: per level, the test-set mean AU and EU averaged
+over the runs whose fit is ok (a level with no ok run is dropped; fewer than 3 levels left in
+either experiment makes all four correlations and DE "not applicable"); then the correlations
+C_aa = corr(U_a, AU), C_ea = corr(U_a, EU) over the label-noise levels and C_ae = corr(U_e, AU),
+C_ee = corr(U_e, EU) over the data-size levels (an estimate constant across levels counts as
+correlation 0; a manipulated uncertainty with a single value is "not applicable"), and
 DE = (|1 − C_aa| + |C_ea| + |C_ae| + |1 − C_ee|)/4
 (:func:`postrisk.evaluation.disentanglement.disentanglement_error`, α = β = γ = 1).
 
@@ -81,6 +98,15 @@ DE = (|1 − C_aa| + |C_ea| + |C_ae| + |1 − C_ee|)/4
   level, each averaged over the same ok runs as the estimates. The oracle (estimates := truth)
   has C_aa = C_ee = 1 and, its truth being constant across the other experiment's levels,
   C_ea = C_ae = 0: DE = 0.
+
+"score" (``c_aa_score`` … ``de_score``, the package's procedure). Per run, the ok levels'
+test-set means are correlated (the same ``correlation``, Pearson by default) with the run's
+negated ``score`` across the levels of each experiment
+(:func:`~postrisk.evaluation.disentanglement.score_correlations`), one DE per run by the same
+formula; ``de_score`` is the mean of the per-run DEs and ``c_*_score`` the means of the per-run
+correlations, over the ``n_runs_score`` runs with all four correlations (a run with fewer than
+3 ok levels in an experiment or a score constant across them has none). Not copied from the
+package: its repeated aleatoric term and its stratified data-size split.
 """
 
 from __future__ import annotations
@@ -95,9 +121,11 @@ import pandas as pd
 
 from postrisk.core.progress import progress_steps
 from postrisk.evaluation.disentanglement import (
+    DEFINITIONS,
     MIN_LEVELS,
     disentanglement_correlations,
     disentanglement_error,
+    score_disentanglement,
 )
 from postrisk.gp.exact import posterior_moments
 from postrisk.gp.kernels import Kernel
@@ -108,9 +136,9 @@ from postrisk.tasks.task import Task
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DATA_FRACTIONS", "EXPERIMENTS", "LABEL_NOISE_FRACTIONS", "MIN_LEVELS", "MIN_ROWS",
-           "N_RUNS", "disentanglement_summary", "kept_rows", "permute_labels", "run_experiment",
-           "subsample_rows"]
+__all__ = ["DATA_FRACTIONS", "DEFINITIONS", "EXPERIMENTS", "LABEL_NOISE_FRACTIONS",
+           "MIN_LEVELS", "MIN_ROWS", "N_RUNS", "disentanglement_summary", "eval_targets",
+           "kept_rows", "permute_labels", "run_experiment", "subsample_rows"]
 
 #: Kept fractions f of the training rows (data-size experiment); U_e = −log f.
 DATA_FRACTIONS = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0)
@@ -123,6 +151,8 @@ MIN_ROWS = 10
 #: The two experiments, with the codes that enter their seeds.
 EXPERIMENTS = {"data_size": 0, "label_noise": 1}
 CORRELATIONS = ("c_aa", "c_ea", "c_ae", "c_ee")
+#: Seed codes of the test targets' draw and of their label-noise permutation (docstring).
+_EVAL_TARGETS, _TEST_PERMUTATION = 2, 3
 
 
 def _round(x: float) -> int:
@@ -179,6 +209,22 @@ def _data_rng(seed: int, run: int, experiment: str) -> np.random.Generator:
                                                          EXPERIMENTS[experiment]]))
 
 
+def eval_targets(task: Task, seed: int) -> np.ndarray:
+    """The test targets at ``x_eval``: the store's ``y_eval`` where it has one, else
+    f*(x_eval) + N(0, noise_var_eval) drawn from ``SeedSequence([seed, 0, 2])``."""
+    if "y_eval" in task.ds:
+        return np.asarray(task.ds["y_eval"].values, dtype=np.float64)
+    f = np.asarray(task.f_true_eval, dtype=np.float64)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0, _EVAL_TARGETS]))
+    noise_sd = np.sqrt(np.asarray(task.noise_var_eval, dtype=np.float64))
+    return f + noise_sd * rng.standard_normal(f.shape[0])
+
+
+def _score(mean: np.ndarray, y_test: np.ndarray) -> float:
+    """1 − MAE of the predicted mean against the test targets."""
+    return float(1.0 - np.mean(np.abs(np.asarray(mean, dtype=np.float64) - y_test)))
+
+
 class _Truth:
     """The exact true uncertainties of one GP-prior task (module docstring)."""
 
@@ -227,7 +273,8 @@ def run_experiment(method: Any, config: dict | None, task: Task, *,
 
     Columns: ``method``, the task key (``dataset``, ``prior``, ``noise``, ``coverage``,
     ``seed``), ``experiment`` ("data_size" / "label_noise"), ``level`` (f or p), ``run``,
-    ``n_train``, ``status``, ``error``, ``fit_seconds``, ``mean_au``, ``mean_eu`` and, with
+    ``n_train``, ``status``, ``error``, ``fit_seconds``, ``mean_au``, ``mean_eu``, ``score``
+    (1 − MAE against the test targets, module docstring) and, with
     ``ground_truth`` (default: the task's prior is "gp"; True for another prior is an error),
     ``true_mean_au``, ``true_mean_eu``.
 
@@ -250,6 +297,7 @@ def run_experiment(method: Any, config: dict | None, task: Task, *,
     key = task.key
     label = method if isinstance(method, str) else str(getattr(method, "name", method))
     x, y, x_eval = task.x_train, task.y_train, task.x_eval
+    y_eval = eval_targets(task, seed)
     n = x.shape[0]
     plan = [(r, e, lv) for r in range(runs)
             for e, levels in (("data_size", data_fractions), ("label_noise", label_noise_fractions))
@@ -262,10 +310,12 @@ def run_experiment(method: Any, config: dict | None, task: Task, *,
             rng = _data_rng(seed, run, experiment)
             if experiment == "data_size":
                 idx = subsample_rows(n, level, rng)
-                x_fit, y_fit = x[idx], y[idx]
+                x_fit, y_fit, y_test = x[idx], y[idx], y_eval
             else:
                 idx = np.arange(n)
                 x_fit, y_fit = x, permute_labels(y, level, rng)
+                y_test = permute_labels(y_eval, level, np.random.default_rng(
+                    np.random.SeedSequence([int(seed), run, _TEST_PERMUTATION])))
             record = run_fit(method, config, x_fit, y_fit, x_eval,
                              random_state=_fit_seed(seed, run, experiment, level),
                              n_threads=n_threads)
@@ -275,7 +325,8 @@ def run_experiment(method: Any, config: dict | None, task: Task, *,
                    "n_train": int(idx.size), "status": record.status, "error": record.error,
                    "fit_seconds": float(record.fit_seconds),
                    "mean_au": float(np.mean(record.aleatoric_var)) if ok else math.nan,
-                   "mean_eu": float(np.mean(record.epistemic_var)) if ok else math.nan}
+                   "mean_eu": float(np.mean(record.epistemic_var)) if ok else math.nan,
+                   "score": _score(record.mean, y_test) if ok else math.nan}
             if truth is not None:
                 row["true_mean_au"] = (truth.au_size if experiment == "data_size"
                                        else truth.mean_au_label(level))
@@ -321,7 +372,35 @@ def _with_de(corr: dict, suffix: str = "") -> dict:
     return out
 
 
-def disentanglement_summary(frame: pd.DataFrame, correlation: str = "pearson") -> pd.DataFrame:
+_SCORE_KEYS = (*CORRELATIONS, "de")
+
+
+def _score_variant(sub: pd.DataFrame, method: str) -> dict:
+    """``c_aa_score`` … ``de_score`` and ``n_runs_score`` of one method and task (module
+    docstring); ``None`` and 0 without a ``score`` column or with fewer than :data:`MIN_LEVELS`
+    levels in an experiment."""
+    none = {**{f"{k}_score": None for k in _SCORE_KEYS}, "n_runs_score": 0}
+    if "score" not in sub.columns:
+        return none
+    runs = sorted(sub["run"].unique())
+    ok = sub[sub["status"] == STATUS_OK]
+    arrays = []
+    for experiment in ("label_noise", "data_size"):
+        levels = sorted(sub.loc[sub["experiment"] == experiment, "level"].unique())
+        if len(levels) < MIN_LEVELS:
+            return none
+        rows = ok[ok["experiment"] == experiment]
+        for column in ("score", "mean_au", "mean_eu"):
+            table = rows.pivot_table(index="run", columns="level", values=column,
+                                     aggfunc="mean")
+            arrays.append(table.reindex(index=runs, columns=levels).to_numpy(dtype=float))
+    result = score_disentanglement(*arrays, method=method)
+    out = {f"{k}_score": result[k] for k in _SCORE_KEYS}
+    return {**out, "n_runs_score": int(result["n_runs"])}
+
+
+def disentanglement_summary(frame: pd.DataFrame, correlation: str = "pearson",
+                            definition: str = "level") -> pd.DataFrame:
     """One row per method and task of a :func:`run_experiment` frame (or several
     concatenated): ``c_aa``, ``c_ea``, ``c_ae``, ``c_ee``, ``de`` (U_a = p, U_e = −log f); with
     the truth columns present and finite, ``c_aa_true`` … ``de_true`` (U_a = true_mean_au,
@@ -329,7 +408,17 @@ def disentanglement_summary(frame: pd.DataFrame, correlation: str = "pearson") -
     when a correlation is None: fewer than :data:`MIN_LEVELS` levels with an ok fit in an
     experiment, or a manipulated uncertainty with a single value, e.g. a true EU equal at every
     data-size level because n ≤ :data:`MIN_ROWS`). ``correlation``: "pearson" (the paper's) or what
-    :func:`~postrisk.evaluation.disentanglement.disentanglement_correlations` accepts."""
+    :func:`~postrisk.evaluation.disentanglement.disentanglement_correlations` accepts.
+
+    Then, whatever ``definition`` says: ``definition``; ``de_headline``, the DE of that
+    definition (``de`` for "level", ``de_score`` for "score"); the "score" definition's
+    ``c_aa_score`` … ``c_ee_score`` (means of per-run correlations), ``de_score`` (mean of the
+    per-run DEs) and ``n_runs_score`` (the runs averaged; 0 and ``None`` values without a
+    ``score`` column). ``status`` concerns the level and ground-truth columns only.
+    ``ValueError`` for a ``definition`` not in
+    :data:`~postrisk.evaluation.disentanglement.DEFINITIONS`."""
+    if definition not in DEFINITIONS:
+        raise ValueError(f"definition must be one of {DEFINITIONS}, got {definition!r}")
     group_cols = ["method", *KEY_COLUMNS]
     has_truth = {"true_mean_au", "true_mean_eu"} <= set(frame.columns)
     out = []
@@ -352,5 +441,9 @@ def disentanglement_summary(frame: pd.DataFrame, correlation: str = "pearson") -
         row["n_fits"] = int(len(sub))
         row["n_failed"] = int((sub["status"] != STATUS_OK).sum())
         row["status"] = "ok" if all(c is not None for c in correlations) else "not applicable"
+        score = _score_variant(sub, correlation)
+        row["definition"] = definition
+        row["de_headline"] = row["de"] if definition == "level" else score["de_score"]
+        row.update(score)
         out.append(row)
     return pd.DataFrame(out)

@@ -237,7 +237,7 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
             "disentanglement": {
                 "type": "object", "additionalProperties": False,
                 "required": ["methods", "grid", "seeds", "data_fractions",
-                             "label_noise_fractions", "runs", "correlation"],
+                             "label_noise_fractions", "runs", "correlation", "definition"],
                 "properties": {
                     "methods": {**_names(methods), "minItems": 0},
                     "grid": _narrowing(),
@@ -252,6 +252,9 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                                                         "maximum": 1}},
                     "runs": _positive_int(),
                     "correlation": {"enum": ["pearson", "spearman"]},
+                    # the headline DE: correlation with the manipulated uncertainty per level
+                    # ("level") or with the negated test score per run ("score")
+                    "definition": {"enum": ["level", "score"], "default": "level"},
                 },
             },
             "release": {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from postrisk.methods.table import METHOD_ENTRIES, table_entry
+from postrisk.methods.table import METHOD_ENTRIES, ablation_entry, table_entry
 
 if TYPE_CHECKING:
     from postrisk.methods.interface import UncertaintyMethod
@@ -68,9 +68,9 @@ def get_method(name: str) -> type[UncertaintyMethod]:
 
 def display_name(name: str) -> str:
     """The name of a method or reference row in the tables and figures: the method table's for
-    the built-in methods and the reference rows, the class's ``display_name`` for an outside
-    method, else ``name`` itself."""
-    entry = table_entry(name)
+    the built-in methods, the reference rows and the ablations, the class's ``display_name``
+    for an outside method, else ``name`` itself."""
+    entry = table_entry(name) or ablation_entry(name)
     if entry is not None:
         return entry.display_name
     if name in _OUTSIDE or name in outside_methods():

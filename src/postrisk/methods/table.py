@@ -7,6 +7,10 @@ reading the table imports no numerical stack) and whether its fit jobs want a GP
 (``accelerator``). Everything else reads it: the registry, each class's ``name`` and
 ``display_name``, the grid's vocabulary, the tables and figures, and the matched-prior groups.
 The order is the paper's tables' order. Adding a method is adding its row here.
+
+Beside it, the ablation table (:data:`ABLATION_TABLE`): the paper's App. D.2 variants of a
+method (one change each), with the same name, display name and location; they are run like
+outside methods and tabled beside the method they change.
 """
 
 from __future__ import annotations
@@ -83,8 +87,59 @@ METHOD_ENTRIES: dict[str, MethodEntry] = {e.name: e for e in METHOD_TABLE
                                           if e.group != "reference"}
 #: The reference rows of every table, in the table's order.
 REFERENCE_ROWS: tuple[str, ...] = tuple(e.name for e in METHOD_TABLE if e.group == "reference")
+
+
+@dataclass(frozen=True)
+class AblationEntry:
+    """One ablation of the paper's App. D.2: a method (``ablates``) with one thing changed
+    (``change``, a key of :data:`ABLATION_CHANGES`), as its own class at ``location`` (a
+    subclass that changes only that). A configuration lists it under ``methods`` by its
+    location, like an outside method; the tables keep it out of the method tables and show it
+    beside the method it ablates."""
+
+    name: str
+    display_name: str
+    ablates: str
+    change: str
+    location: str
+
+    def __post_init__(self) -> None:
+        if self.ablates not in METHOD_ENTRIES:
+            raise ValueError(f"ablation {self.name!r}: {self.ablates!r} is not a method")
+        if self.change not in ABLATION_CHANGES:
+            raise ValueError(f"ablation {self.name!r}: unknown change {self.change!r}")
+
+
+#: What an ablation changes → how the tables describe it.
+ABLATION_CHANGES: dict[str, str] = {
+    "natural_head": "natural-parameter head (η₁, η₂) instead of (μ, softplus σ)",
+    "plug_in_au": "plug-in AU exp(m_g) instead of the reported exp(m_g + v_g/2)",
+}
+
+
+def _ablation(name: str, display_name: str, ablates: str, change: str,
+              location: str) -> AblationEntry:
+    return AblationEntry(name, display_name, ablates, change, f"postrisk.methods.{location}")
+
+
+#: The ablations of App. D.2, in the order of the tables.
+ABLATION_TABLE: tuple[AblationEntry, ...] = (
+    _ablation("nn_ens_natural_head", "NN-Ens (natural head)", "nn_ens", "natural_head",
+              "nn.ablations:NaturalHeadEnsemble"),
+    _ablation("nn_bag_natural_head", "NN-Bag (natural head)", "nn_bag", "natural_head",
+              "nn.ablations:NaturalHeadBag"),
+    _ablation("nn_drop_natural_head", "NN-Drop (natural head)", "nn_drop", "natural_head",
+              "nn.ablations:NaturalHeadDropout"),
+    _ablation("nn_swag_natural_head", "NN-SWAG (natural head)", "nn_swag", "natural_head",
+              "nn.ablations:NaturalHeadSWAG"),
+    _ablation("vlgp_plug_in_au", "VLGP (plug-in AU)", "vlgp", "plug_in_au",
+              "vlgp:PlugInNoiseVLGP"),
+)
+#: Registry name → ablation entry.
+ABLATION_ENTRIES: dict[str, AblationEntry] = {e.name: e for e in ABLATION_TABLE}
 _BY_NAME = {e.name: e for e in METHOD_TABLE}
-_BY_LOCATION = {e.location: e for e in METHOD_TABLE if e.location}
+_BY_LOCATION: dict[str, MethodEntry | AblationEntry] = {
+    e.location: e for e in (*METHOD_TABLE, *ABLATION_TABLE) if e.location}
 
 
 def table_entry(name: str) -> MethodEntry | None:
@@ -92,8 +147,14 @@ def table_entry(name: str) -> MethodEntry | None:
     return _BY_NAME.get(name)
 
 
-def entry_at(location: str) -> MethodEntry | None:
-    """The row whose class lives at ``location`` (``"module:Class"``), if any."""
+def ablation_entry(name: str) -> AblationEntry | None:
+    """The ablation called ``name`` (None for any other name)."""
+    return ABLATION_ENTRIES.get(name)
+
+
+def entry_at(location: str) -> MethodEntry | AblationEntry | None:
+    """The row (method or ablation) whose class lives at ``location`` (``"module:Class"``), if
+    any."""
     return _BY_LOCATION.get(location)
 
 

@@ -180,6 +180,9 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
     """
 
     implementation_version: ClassVar[int] = 2  # 2: default num_iters 1,000 (was 500)
+    #: AU = E_q[e^g] = exp(m_g + v_g/2), the noise posterior included (False: the plug-in
+    #: exp(m_g), :class:`PlugInNoiseVLGP`).
+    noise_posterior_in_au: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
         "num_inducing": 64,
         "num_iters": 1000,
@@ -285,5 +288,15 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
                                             self.params_)
             m_f, v_f, m_g, v_g = (np.asarray(v, dtype=np.float64)
                                   for v in predict(params, jnp.asarray(u)))
+        au = np.exp(m_g + 0.5 * v_g) if self.noise_posterior_in_au else np.exp(m_g)
         return self.scaler_.prediction_to_target(Prediction(
-            mean=m_f, aleatoric_var=np.exp(m_g + 0.5 * v_g), epistemic_var=v_f))
+            mean=m_f, aleatoric_var=au, epistemic_var=v_f))
+
+
+class PlugInNoiseVLGP(VariationalHeteroscedasticGP):
+    """VLGP reporting the plug-in AU s_y²·exp(m_g(x)) instead of s_y²·exp(m_g + v_g/2): the
+    ablation of the paper's App. D.2 (its row of :data:`postrisk.methods.table.ABLATION_TABLE`)
+    that takes the noise process's posterior uncertainty v_g out of the reported AU. The fit is
+    VLGP's own (same settings and seed give the same fit); only the AU differs."""
+
+    noise_posterior_in_au: ClassVar[bool] = False

@@ -15,6 +15,7 @@ import pandas as pd
 
 from postrisk.grid.artefacts import CONDITION_SCORES, ArtefactFile, artefact
 from postrisk.report.html import ReportFigure, ReportTable, write_report
+from postrisk.report.table_builders import without_ablations
 from postrisk.report.tables import Table, build_tables, write_tables
 from postrisk.tasks.key import KEY_COLUMNS
 
@@ -47,11 +48,12 @@ def write_evaluation_tables(score_csvs: Sequence[str | Path], instances_csv: str
                             out: Mapping[str, str | Path], page: str | Path, scale: str,
                             rng: np.random.Generator,
                             disentanglement: Sequence[str | Path] = (),
-                            correlation: str = "pearson") -> list[Table]:
+                            correlation: str = "pearson",
+                            definition: str = "level") -> list[Table]:
     """Every table of the ``tables`` stage over the valid instances (``valid`` in the checks'
     instance table; the R̂ ≤ 1.01 versions over ``valid_strict``) into ``out`` (table id →
     path), and the tables page ``page``; ``disentanglement``: the Disentanglement Error
-    experiment's per-level CSVs."""
+    experiment's per-level CSVs; ``correlation``, ``definition``: its settings."""
     scores = read_condition_scores(score_csvs)
     keys = list(KEY_COLUMNS)
     instances = pd.read_csv(instances_csv)
@@ -62,7 +64,7 @@ def write_evaluation_tables(score_csvs: Sequence[str | Path], instances_csv: str
     scores = scores.drop(columns=["valid", "valid_strict"])
     tables = build_tables(scores, rng, strict=strict, rhat_share=rhat_share(instances),
                           disentanglement=[pd.read_csv(p) for p in disentanglement],
-                          correlation=correlation)
+                          correlation=correlation, definition=definition)
     missing = sorted({t.name for t in tables} - set(out))
     if missing:
         raise ValueError(f"no output path for the tables {missing}")
@@ -81,7 +83,8 @@ def write_figure(figure: str, tables: Mapping[str, str | Path], score_csvs: Sequ
     """The catalogue figure ``figure`` (PNG at ``png`` and the PDF beside it) from the tables it
     reads (``tables``: id → CSV) and, where it reads them, every condition's scores."""
     entry = artefact(figure)
-    frames = {name: (read_condition_scores(score_csvs) if name == CONDITION_SCORES
+    frames = {name: (without_ablations(read_condition_scores(score_csvs))
+                     if name == CONDITION_SCORES
                      else read_table(tables[name])) for name in entry.reads}
     return entry.builder()(frames, scale, str(png)[: -len(".png")])
 
@@ -91,7 +94,9 @@ def write_report_page(html: str | Path, manifest: str | Path, contents: Sequence
                       settings: Mapping[str, object]) -> dict:
     """The HTML report of ``contents`` (the catalogue's shown tables and figures, as the
     workflow resolved them) with the run's configuration and the deviations document;
-    ``settings`` fill the captions (``{correlation}``)."""
+    ``settings`` fill the captions (``{correlation}``, ``{definition}``: "level" unless
+    given)."""
+    settings = {"definition": "level", **settings}
     tables, figures = [], []
     for item in contents:
         entry = item.entry

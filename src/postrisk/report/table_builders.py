@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from postrisk.evaluation import tables as T
-from postrisk.evaluation.paper import paper_value
+from postrisk.evaluation.paper import paper_text, paper_value
 from postrisk.evaluation.scoring import (
     METRICS,
     SCORE_COLUMNS,
@@ -26,6 +26,9 @@ from postrisk.evaluation.scoring import (
     aggregate_scores,
 )
 from postrisk.methods.registry import display_name
+from postrisk.methods.table import ABLATION_TABLE, AblationEntry
+from postrisk.tasks.key import KEY_COLUMNS
+from postrisk.tasks.oracle import EU_TARGETS
 from postrisk.tasks.validity import RHAT_STRICT
 
 #: The paper's names of Table 7's factors (where the table quotes the paper), by ours.
@@ -41,7 +44,9 @@ class TableInputs:
     sensitivity tables are left out); ``rhat_share``: the share of point-wise BNN R̂ ≤ 1.01;
     ``disentanglement``: the Disentanglement Error experiment's per-level frames (one per
     instance and method); ``correlation``: its correlation; ``n_boot``: bootstrap replicates of
-    Kendall's W.
+    Kendall's W; ``definition``: the Disentanglement Error's headline definition ("level" or
+    "score"); ``all_scores``: the scores with the ablations' rows too (``scores`` has none; the
+    App. D.2 tables read these; None: ``scores`` is all there is).
     """
 
     scores: pd.DataFrame
@@ -50,6 +55,16 @@ class TableInputs:
     disentanglement: Sequence[pd.DataFrame] = ()
     correlation: str = "pearson"
     n_boot: int = T.N_BOOT
+    definition: str = "level"
+    all_scores: pd.DataFrame | None = None
+
+
+def without_ablations(scores: pd.DataFrame) -> pd.DataFrame:
+    """``scores`` without the ablations' rows (:data:`~postrisk.methods.table.ABLATION_TABLE`):
+    the method tables and figures compare the methods as they are; the App. D.2 tables show
+    each ablation beside its method."""
+    names = [e.name for e in ABLATION_TABLE]
+    return scores[~scores["method"].isin(names)] if "method" in scores else scores
 
 
 def _named(frame: pd.DataFrame) -> pd.DataFrame:
@@ -165,10 +180,12 @@ def noise_shape(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
 
 
 def disentanglement(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
-    """The Disentanglement Error per method and instance, both variants."""
+    """The Disentanglement Error per method and instance: the level and score definitions (and
+    the ground-truth variant), ``de_headline`` the one the ``definition`` setting names."""
     from postrisk.evaluation.disentanglement_experiment import disentanglement_summary
 
-    frames = [disentanglement_summary(r, correlation=inputs.correlation)
+    frames = [disentanglement_summary(r, correlation=inputs.correlation,
+                                      definition=inputs.definition)
               for r in inputs.disentanglement if len(r)]
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         {"method": [], "status": []})
@@ -178,3 +195,79 @@ def disentanglement(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFra
 def metrics_long(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
     """Every (method, instance, metric), one row each."""
     return T.long_table(inputs.scores, SCORE_COLUMNS)
+
+
+# -- App. D.2: each ablation beside the method it changes -------------------------------------
+def _ablation_pairs(inputs: TableInputs, change: str) -> list[tuple[AblationEntry,
+                                                                     pd.DataFrame]]:
+    """Per ablation of ``change`` that ran: the ok rows of the ablated method and of the
+    ablation on the instances both have (so both means are over the same instances)."""
+    rows = T.methods_only(inputs.scores if inputs.all_scores is None else inputs.all_scores)
+    out = []
+    for entry in ABLATION_TABLE:
+        if entry.change != change:
+            continue
+        keys = list(KEY_COLUMNS)
+        common = rows.loc[rows["method"] == entry.ablates, keys].merge(
+            rows.loc[rows["method"] == entry.name, keys]).drop_duplicates()
+        if not common.empty:
+            pair = rows[rows["method"].isin([entry.ablates, entry.name])]
+            out.append((entry, pair.merge(common, on=keys)))
+    return out
+
+
+def _entanglement_of(pair: pd.DataFrame, target: str, rng: np.random.Generator
+                     ) -> dict[str, pd.Series]:
+    """Method → its row of :func:`~postrisk.evaluation.tables.entanglement_table`."""
+    ent = T.entanglement_table(pair, target, rng)
+    return {row["method"]: row for _, row in ent.iterrows()}
+
+
+def natural_heads(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
+    """Δ_ent per EU target with the standard and the natural-parameter head (App. D.2), per
+    network method whose ablation ran, on the instances both ran on."""
+    out = []
+    for entry, pair in _ablation_pairs(inputs, "natural_head"):
+        name = display_name(entry.ablates)
+        for target in EU_TARGETS:
+            ent = _entanglement_of(pair, target, rng)
+            if entry.ablates not in ent or entry.name not in ent:
+                continue
+            base, ablation = ent[entry.ablates], ent[entry.name]
+            out.append({
+                "method": entry.ablates, "display_name": name, "ablation": entry.name,
+                "target": target, "instances": int(base["instances"]),
+                "rho_eu_au_hat": base["rho_eu_au_hat"],
+                "rho_eu_au_hat_natural": ablation["rho_eu_au_hat"],
+                "rho_eu_au_true": base["rho_eu_au_true"],
+                "delta_ent": base["delta_ent"], "delta_ent_natural": ablation["delta_ent"],
+                "delta_ent_change": ablation["delta_ent"] - base["delta_ent"],
+                "paper_finding": paper_text("appD2", "natural_head_excess_entanglement", name)})
+    return pd.DataFrame(out, columns=None if out else ["method", "target", "delta_ent",
+                                                        "delta_ent_natural"])
+
+
+def vlgp_plug_in(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
+    """VLGP's reported AU exp(m_g + v_g/2) against the plug-in exp(m_g) (App. D.2): Δ_ent per
+    EU target and ρ(ÂU, σ²_ε), over the heteroscedastic instances both ran on."""
+    out = []
+    for entry, pair in _ablation_pairs(inputs, "plug_in_au"):
+        hetero = pair[pair["heteroscedastic"].astype(bool)]
+        for method, au in ((entry.ablates, "reported exp(m_g + v_g/2)"),
+                           (entry.name, "plug-in exp(m_g)")):
+            rows = hetero[hetero["method"] == method]
+            row = {"method": method, "display_name": display_name(method), "au": au,
+                   "instances": len(rows), "spearman_au": rows["spearman_au"].mean()}
+            for target in EU_TARGETS:
+                row[f"delta_ent_{target}"] = rows[f"delta_ent_{target}"].mean()
+                row[f"paper_delta_ent_{target}"] = (
+                    paper_value(_ENTANGLEMENT_TABLES[target], "delta_ent",
+                                display_name(entry.ablates), target)
+                    if method == entry.ablates else None)
+            out.append(row)
+    return pd.DataFrame(out, columns=None if out else ["method", "au", "spearman_au"])
+
+
+#: The paper's entanglement table of each EU target (Tables 8–10).
+_ENTANGLEMENT_TABLES = {"posterior_excess_risk": "table8", "posterior_variance": "table9",
+                        "pointwise_excess_risk": "table10"}

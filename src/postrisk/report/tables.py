@@ -19,7 +19,7 @@ from postrisk.core.io import write_text_atomic
 from postrisk.evaluation.tables import N_BOOT
 from postrisk.grid.artefacts import stage_artefacts
 from postrisk.report.style import format_value, scale_note
-from postrisk.report.table_builders import TableInputs
+from postrisk.report.table_builders import TableInputs, without_ablations
 
 
 @dataclass(frozen=True)
@@ -45,18 +45,24 @@ def with_scale(frame: pd.DataFrame, scale: str) -> pd.DataFrame:
 def build_tables(scores: pd.DataFrame, rng: np.random.Generator, *,
                  strict: pd.Series | None = None, rhat_share: float | None = None,
                  disentanglement: Sequence[pd.DataFrame] = (),
-                 correlation: str = "pearson", n_boot: int = N_BOOT) -> list[Table]:
+                 correlation: str = "pearson", n_boot: int = N_BOOT,
+                 definition: str = "level") -> list[Table]:
     """Every table of the catalogue's ``tables`` stage from the concatenated score table of the
     instances in use, in catalogue order on the one generator ``rng`` (arguments: the fields of
     :class:`~postrisk.report.table_builders.TableInputs`). A table that does not apply (the
-    R̂ sensitivity without ``strict``) is left out."""
-    inputs = TableInputs(scores, strict, rhat_share, tuple(disentanglement), correlation, n_boot)
+    R̂ sensitivity without ``strict``) is left out. The method tables see ``scores`` without the
+    ablations' rows; the App. D.2 tables see all of them."""
+    main = without_ablations(scores)
+    inputs = TableInputs(main, None if strict is None else strict.loc[main.index], rhat_share,
+                         tuple(disentanglement), correlation, n_boot, definition=definition,
+                         all_scores=scores)
     out = []
     for entry in stage_artefacts("tables", kind="table"):
         frame = entry.builder()(inputs, rng)
         if frame is not None:
             out.append(Table(entry.id, entry.title,
-                             entry.caption_for({"correlation": correlation}), frame,
+                             entry.caption_for({"correlation": correlation,
+                                                "definition": definition}), frame,
                              shown=entry.shown, scale_column=entry.scale_column))
     return out
 

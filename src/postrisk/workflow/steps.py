@@ -249,15 +249,15 @@ def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figur
 
 def report_tables(scores: Sequence[str | Path], instances: str | Path,
                   out: Mapping[str, str | Path], page: str | Path, scale: str,
-                  disentanglement: Sequence[str | Path] = (), correlation: str = "pearson"
-                  ) -> None:
+                  disentanglement: Sequence[str | Path] = (), correlation: str = "pearson",
+                  definition: str = "level") -> None:
     """Rule ``tables``: every evaluation table (``out``: table id → path) and the tables page,
     from one bootstrap stream seeded 0 (:func:`postrisk.report.scores.write_evaluation_tables`)."""
     from postrisk.report.scores import write_evaluation_tables
 
     tables = write_evaluation_tables(scores, instances, out, page, scale,
                                      np.random.default_rng(0), disentanglement=disentanglement,
-                                     correlation=correlation)
+                                     correlation=correlation, definition=definition)
     logger.info("\n%s", next(t.frame for t in tables if t.name == "scores").to_string())
 
 

@@ -1,0 +1,79 @@
+"""The App. D.2 tables: each ablation beside the method it changes, on the instances both ran
+on, and kept out of the method tables."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from postrisk.evaluation.scoring import METRICS
+from postrisk.report.tables import build_tables
+
+TARGETS = ("posterior_excess_risk", "posterior_variance", "pointwise_excess_risk")
+
+
+def _row(method, dataset, noise, seed, delta, au_rho):
+    return {"dataset": dataset, "prior": "gp", "noise": noise, "coverage": "balanced",
+            "seed": seed, "heteroscedastic": True, "method": method, "kind": "method",
+            "status": "ok", "spearman_eu_posterior_excess_risk": 0.5, "spearman_au": au_rho,
+            "rho_eu_au_hat": 0.2 + delta,
+            **{f"rho_eu_au_true_{t}": 0.2 for t in TARGETS},
+            **{f"delta_ent_{t}": delta + k / 10 for k, t in enumerate(TARGETS)}}
+
+
+def _scores():
+    """nn_ens on 4 instances (Δ_ent 0.1, 0.2, 0.3, 0.4 + target offset), its natural-head
+    ablation on the first 3 (Δ_ent +0.25 each); vlgp and its plug-in ablation on all 4."""
+    rows = []
+    instances = list(itertools.product(("d1", "d2"), ("smooth_monotone", "bump")))
+    for i, (dataset, noise) in enumerate(instances):
+        rows.append(_row("nn_ens", dataset, noise, 0, 0.1 * (i + 1), 0.6))
+        if i < 3:
+            rows.append(_row("nn_ens_natural_head", dataset, noise, 0, 0.1 * (i + 1) + 0.25,
+                             0.5))
+        rows.append(_row("vlgp", dataset, noise, 0, 0.2, 0.8))
+        rows.append(_row("vlgp_plug_in_au", dataset, noise, 0, 0.05 * i, 0.7 + 0.01 * i))
+    frame = pd.DataFrame(rows)
+    for column in METRICS:
+        if column not in frame:
+            frame[column] = np.nan
+    return frame
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return {t.name: t.frame for t in build_tables(_scores(), np.random.default_rng(0),
+                                                  n_boot=50)}
+
+
+def test_natural_heads_compare_on_the_common_instances(tables):
+    frame = tables["natural_heads"].set_index("target")
+    assert set(frame["method"]) == {"nn_ens"} and len(frame) == 3
+    for k, target in enumerate(TARGETS):
+        row = frame.loc[target]
+        standard = np.mean([0.1, 0.2, 0.3]) + k / 10  # the 4th instance has no ablation
+        assert row["instances"] == 3
+        assert row["delta_ent"] == pytest.approx(standard)
+        assert row["delta_ent_natural"] == pytest.approx(standard + 0.25)
+        assert row["delta_ent_change"] == pytest.approx(0.25)
+        assert row["paper_finding"] == "increases"
+
+
+def test_vlgp_plug_in_rows(tables):
+    frame = tables["vlgp_plug_in"].set_index("method")
+    reported, plug = frame.loc["vlgp"], frame.loc["vlgp_plug_in_au"]
+    assert reported["delta_ent_posterior_excess_risk"] == pytest.approx(0.2)
+    assert plug["delta_ent_posterior_excess_risk"] == pytest.approx(np.mean([0, .05, .1, .15]))
+    assert plug["spearman_au"] == pytest.approx(0.715)
+    assert reported["paper_delta_ent_posterior_excess_risk"] == 0.21  # the paper's Table 8
+    assert pd.isna(plug["paper_delta_ent_posterior_excess_risk"])
+
+
+def test_ablations_stay_out_of_the_method_tables(tables):
+    for name in ("scores", "metric_means", "table8"):
+        methods = set(tables[name]["method"])
+        assert "nn_ens" in methods or name != "table8"
+        assert not methods & {"nn_ens_natural_head", "vlgp_plug_in_au"}, name
