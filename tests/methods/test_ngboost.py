@@ -96,11 +96,16 @@ def test_nig_is_deterministic_and_equivariant(toy):
     assert np.ptp(pred.aleatoric_var) > 0
 
 
-def test_nig_refuses_a_non_positive_kl_strength(toy):
+def test_nig_refuses_a_non_positive_kl_strength_where_the_metric_needs_one(toy):
     x, y, _ = toy
-    for bad in (0.0, -0.1):
+    for bad in (0.0, -0.1):  # the regularised Fisher metric is invertible only with c_kl > 0
         with pytest.raises(ValueError, match="kl_strength"):
-            NGBoostNIG(kl_strength=bad, **NIG_SMALL).fit(x, y)
+            NGBoostNIG(kl_strength=bad, natural_gradient_metric="regularised_fisher",
+                       **NIG_SMALL).fit(x, y)
+    with pytest.raises(ValueError, match="kl_strength"):
+        NGBoostNIG(kl_strength=-0.1, natural_gradient_metric="empirical", **NIG_SMALL).fit(x, y)
+    # the empirical metric needs no KL term
+    NGBoostNIG(kl_strength=0.0, natural_gradient_metric="empirical", **NIG_SMALL).fit(x, y)
 
 
 def test_nig_distribution_uses_the_analytic_score_and_metric():
