@@ -32,7 +32,7 @@ def test_an_ablation_is_its_method_with_the_natural_head(ablation, base):
     assert (ablation.head, base.head) == ("natural", "gaussian")
 
 
-@pytest.mark.parametrize(("ablation", "base"), PAIRS[:1] + PAIRS[3:])
+@pytest.mark.parametrize(("ablation", "base"), PAIRS[3:])  # the demo fits all four
 def test_the_ablation_fits_with_the_natural_head(ablation, base):
     rng = np.random.default_rng(0)
     x = rng.uniform(-2, 2, (96, 2))
