@@ -65,16 +65,32 @@ def test_demo_end_to_end_within_budget(demo, capsys):
     assert f"({len(stores)} of {len(stores)} present)" in outputs.stdout
     # every implemented method is scored on every valid instance of its conditions (method_grid
     # narrows some), the reference rows on every valid instance; no fit failed
+    from postrisk.methods.table import ABLATION_ENTRIES
+
     scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
     eu = scores[scores["target"] == "eu_posterior_excess_risk"].set_index("method")
-    methods = planner.methods
+    per_method = planner.instances_per_method()
+    methods = [m for m in planner.methods if m not in ABLATION_ENTRIES]
     assert methods
     references = ["oracle", "mahalanobis", "knn10", "constant_au"]
     assert set(methods + references) <= set(eu.index)
-    assert eu.loc[methods, "n_instances"].to_dict() == planner.instances_per_method()
+    assert eu.loc[methods, "n_instances"].to_dict() == {m: per_method[m] for m in methods}
     n_valid = planner.config["seeds"]["valid_per_cell"]
     assert (eu.loc[references, "n_instances"] == len(planner.conditions) * n_valid).all()
     assert (eu.loc[methods, "failed_fits"] == 0).all()
+    # the ablations stay out of the method tables; each is scored, without a failed fit, on
+    # every instance of its conditions and shown beside its method in its App. D.2 table
+    ablations = [m for m in planner.methods if m in ABLATION_ENTRIES]
+    assert not set(ablations) & set(eu.index)
+    condition_scores = pd.concat([pd.read_csv(f) for f in
+                                  (tmp_path / "results/scores").rglob("*.csv")])
+    d2_tables = {"natural_head": ("natural_heads", "ablation"),
+                 "plug_in_au": ("vlgp_plug_in", "method")}
+    for name in ablations:
+        rows = condition_scores[condition_scores["method"] == name]
+        assert len(rows) == per_method[name] and (rows["status"] == "ok").all(), name
+        table, column = d2_tables[ABLATION_ENTRIES[name].change]
+        assert name in set(pd.read_csv(tmp_path / f"results/tables/{table}.csv")[column]), name
     # every evaluation table of the catalogue, marked with the preset's scale
     for entry in stage_artefacts("tables"):
         if entry.kind == "table" and entry.scale_column:
