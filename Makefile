@@ -9,10 +9,11 @@ CORES ?= 2
 # The fast tier runs in this many test processes (pytest-xdist), whole test files to each.
 TEST_WORKERS ?= $(CORES)
 
-.PHONY: env demo test test-slow lint envs clean-results help
+.PHONY: env demo studies test test-slow lint envs clean-results help
 
 help:
 	@echo "make demo       set up .venv and run the embedded demo end to end"
+	@echo "make studies    the paper's studies, small (over the demo preset; <= 15 min)"
 	@echo "make test       fast test tier (<= 10 min)"
 	@echo "make test-slow  slow test tier (<= 40 min)"
 	@echo "make lint       ruff + snakemake --lint + import contracts (lint-imports)"
@@ -35,6 +36,12 @@ env: $(VENV)/.synced
 demo: env
 	$(BIN)/snakemake --configfile presets/demo.yaml --cores $(CORES) --quiet rules
 	@$(BIN)/postrisk outputs --configfile presets/demo.yaml
+
+# The studies' small versions, over the demo preset (same results folder; presets/studies.yaml).
+STUDIES_CONFIG := presets/demo.yaml presets/studies.yaml
+studies: env
+	$(BIN)/snakemake studies --configfile $(STUDIES_CONFIG) --cores $(CORES) --quiet rules
+	@$(BIN)/postrisk outputs $(foreach f,$(STUDIES_CONFIG),--configfile $(f)) --studies
 
 test: env
 	$(BIN)/pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder

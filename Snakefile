@@ -21,6 +21,7 @@ include: "rules/scores.smk"
 include: "rules/disentanglement.smk"
 include: "rules/report.smk"
 include: "rules/release.smk"
+include: "rules/studies.smk"
 
 
 rule all:

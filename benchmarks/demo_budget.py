@@ -1,7 +1,12 @@
-"""Check the demo's per-stage wall-clock budget (docs/design.md, "Scale presets and budgets")
-from Snakemake's benchmark files.
+"""Check the demo's (or the studies') per-stage wall-clock budget (docs/design.md, "Scale
+presets and budgets") from Snakemake's benchmark files.
 
 Run after `make demo`:  .venv/bin/python benchmarks/demo_budget.py [--results results]
+After `make studies` in a fresh clone:
+    .venv/bin/python benchmarks/demo_budget.py --preset presets/demo.yaml \
+        --preset presets/studies.yaml
+(the presets' `budget_s` merged in order; each study's share, the sum of its stages', is
+printed too).
 Each rule writes `results/benchmarks/<stage>/<job>.tsv` (its `benchmark:` file). A stage's time
 is the sum of its jobs' wall-clock seconds (an upper bound on its share of a 2-core run); it is
 compared with `budget_s` in presets/demo.yaml, and the ratio used/budget is printed per stage.
@@ -20,6 +25,8 @@ import sys
 from pathlib import Path
 
 import yaml
+
+from postrisk.grid.stages import STUDIES
 
 TOTAL_BUDGET_S = 15 * 60
 
@@ -47,11 +54,15 @@ def wall_seconds(results: Path) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=Path("results"))
-    parser.add_argument("--preset", type=Path, default=Path("presets/demo.yaml"))
+    parser.add_argument("--preset", type=Path, action="append", default=None,
+                        help="a preset whose budget_s applies (repeatable, merged in order; "
+                             "default presets/demo.yaml)")
     parser.add_argument("--guard", type=float, default=None, metavar="F",
                         help="fail only when the wall clock exceeds F × the 15-minute budget")
     args = parser.parse_args(argv)
-    budget = yaml.safe_load(args.preset.read_text())["budget_s"]
+    budget: dict[str, float] = {}
+    for preset in args.preset or [Path("presets/demo.yaml")]:
+        budget.update(yaml.safe_load(preset.read_text()).get("budget_s", {}))
     used = stage_seconds(args.results)
     if not used:
         print(f"no benchmark files under {args.results}/benchmarks: run `make demo` first")
@@ -66,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{stage:<14}{spent:>9.1f}{allowed or 0:>10.0f}{ratio:>8.2f}{flag}")
     total = sum(used.values())
     print(f"{'sum of jobs':<14}{total:>9.1f}")
+    for study, stages in STUDIES.items():  # a study's share: the sum of its stages'
+        if any(stage in used for stage in stages):
+            spent = sum(used.get(stage, 0.0) for stage in stages)
+            allowed = sum(budget.get(stage, 0.0) for stage in stages)
+            print(f"{'study ' + study:<14}{spent:>9.1f}{allowed:>10.0f}"
+                  f"{spent / allowed if allowed else float('inf'):>8.2f}")
     wall = wall_seconds(args.results)
     ok &= wall <= TOTAL_BUDGET_S
     print(f"{'wall clock':<14}{wall:>9.1f}{TOTAL_BUDGET_S:>10.0f}{wall / TOTAL_BUDGET_S:>8.2f}"

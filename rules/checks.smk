@@ -25,18 +25,29 @@ rule valid_seeds:
         "../scripts/valid_seeds.py"
 
 
+#: Table 4's rows: the datasets of the run's conditions, each with its covariate store, and the
+#: GP prior file of those with a GP condition (the kernel).
+TABLE4_DATASETS = PLANNER.artefact_values()["dataset"]
+TABLE4_GP_DATASETS = [d for d, p in PLANNER.artefact_values()["dataset,prior"] if p == "gp"]
+
+
 rule checks:
     input:
-        all_task_stores,
+        tasks=all_task_stores,
+        covariates=[path("covariates", dataset=d) for d in TABLE4_DATASETS],
+        gp_priors=[path("prior", dataset=d, prior="gp") for d in TABLE4_GP_DATASETS],
     output:
         table=path_of("table3"),
         sensitivity=path_of("table3_rhat101"),
         instances=path_of("instances"),
+        table4=path_of("table4"),
         figure=path_of("rank_histograms"),
         prior_figures=primary_files("rank_histograms_prior"),
         companions=companion_files("rank_histograms", "rank_histograms_prior"),
     params:
         figure_priors=PLANNER.priors,
+        table4_datasets=TABLE4_DATASETS,
+        table4_gp_datasets=TABLE4_GP_DATASETS,
         scale=config["scale"],
         n_valid=config["seeds"]["valid_per_cell"],
     log:

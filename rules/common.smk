@@ -143,4 +143,4 @@ def all_targets(wildcards):
     if PLANNER.conditions:
         for stage in ("checks", "tables", "figure", "report"):
             targets += PLANNER.stage_files(stage)
-    return targets
+    return targets + PLANNER.study_files()

@@ -68,6 +68,7 @@ rule report:
         config=config,
         settings={"correlation": config["disentanglement"]["correlation"],
                   "definition": config["disentanglement"]["definition"]},
+        title="postrisk report",
     log:
         SIMPLE["report"].log,
     benchmark:

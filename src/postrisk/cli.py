@@ -121,12 +121,14 @@ def plan(configfiles: Annotated[list[Path] | None, typer.Argument(
 
 @command()
 def outputs(configfile: ConfigFiles = None,
-            results: Annotated[Path, typer.Option(help="the results folder")] = Path("results")
-            ) -> int:
+            results: Annotated[Path, typer.Option(help="the results folder")] = Path("results"),
+            studies: Annotated[bool, typer.Option(
+                "--studies", help="the studies' outputs and page instead")] = False) -> int:
     """Where the outputs of a configuration are, with their headline facts."""
     from postrisk import grid
 
-    for line in grid.output_lines(_config(configfile), results):
+    lines = grid.study_output_lines if studies else grid.output_lines
+    for line in lines(_config(configfile), results):
         typer.echo(line)
     return 0
 

@@ -52,7 +52,7 @@ def test_slurm_profile_plans_the_full_grid_with_the_cost_models_resources(tmp_pa
         want = expected[(job["rule"], ident)]
         got = (job["threads"], int(res["runtime"]), int(res["mem_mb"]), int(res["gpu"]))
         assert got == (want.threads, want.runtime, want.mem_mb, want.gpu), job
-        on_gpu = job["rule"] == "posterior_mcmc"
+        on_gpu = job["rule"] in ("posterior_mcmc", "warmup_posterior")  # MCMC posteriors
         assert (int(res["gpu"]) == 1) == on_gpu, job
         assert res["slurm_partition"] == ("gpu" if on_gpu else "cpu"), job
     # not capped at 1 (`cores`): the most threads any job of the rule asks for (NGBoost's fit

@@ -2,7 +2,9 @@
 simulation-based calibration test. Pure functions on arrays and frames.
 
 Pooled over instances: rank histogram (20 bins), 90% coverage with a bootstrap over whole
-instances, its range over cells, the median corr(posterior mean, f*), MCSE percentiles; the
+instances, its range over cells, the coverage a perfect sampler would show at the same number
+of draws, the coverage on the outermost coverage shell and on the rest, the median
+corr(posterior mean, f*), MCSE percentiles, the share of seeds the validity rule replaced; the
 calibration test of rank uniformity and coverage used by the test suite. The per-point
 quantities come from :mod:`postrisk.tasks.diagnostics`.
 """
@@ -16,6 +18,7 @@ import pandas as pd
 
 from postrisk.priors.base import PRIOR_ENTRIES
 from postrisk.tasks.diagnostics import rank_bin_probabilities, rank_bins
+from postrisk.tasks.validity import CELL
 
 #: The paper's name of each prior in its Table 3 (printed beside ours): ours in upper case.
 PAPER_PRIOR = {name: name.upper() for name in PRIOR_ENTRIES}
@@ -96,17 +99,130 @@ def calibration_test(ranks: dict[str, np.ndarray], covered: np.ndarray, n_draws:
     )
 
 
+#: The coverage scenarios whose replaced-seed share the paper states (App. B.7).
+SEED_SCENARIOS = ("balanced", "ood")
+#: Per-shell coverage: the outermost coverage shell against the rest, pooled over every
+#: scenario ("") and per scenario (under ``ood`` the outermost shell holds no training input).
+SHELL_SCENARIOS = ("", *SEED_SCENARIOS)
+
+
+def perfect_sampler_coverage(n_draws: int, level: float = 0.9) -> float:
+    """Probability that the central ``level`` interval of ``n_draws`` exchangeable draws
+    covers the truth, the interval computed as
+    :func:`postrisk.tasks.diagnostics.covered_central` does (``np.quantile``'s linear
+    interpolation): ``level · (D − 1) / (D + 1)``, slightly below ``level`` at small D
+    (0.8910 at D = 200, 0.8970 at 600, 0.8982 at 1,000).
+
+    Derivation. The quantile at probability p sits at position h = (D − 1)p among the order
+    statistics x₍₀₎ < … < x₍D−1₎: between x₍j₎ and x₍j+1₎ with j = ⌊h⌋, at the fraction g = h − j
+    of that gap. The truth and the draws are D + 1 exchangeable values, so the truth's rank r
+    (the number of draws below it) is uniform on 0 … D. The lower end h_lo = (D − 1)(1 − level)/2
+    (gap j, fraction g) is passed for certain when r ≥ j + 2, never when r ≤ j, and when r = j + 1
+    the truth lies in the same gap at a relative position U ~ Uniform(0, 1), passed when
+    U ≥ g (probability 1 − g). Likewise the upper end h_hi = (D − 1)(1 + level)/2 (gap k,
+    fraction g₂) is below the truth for certain when r ≤ k, never when r ≥ k + 2, and with
+    probability g₂ when r = k + 1. Summing over r: P = [(k − j − 1) + (1 − g) + g₂]/(D + 1)
+    = (h_hi − h_lo)/(D + 1) = level·(D − 1)/(D + 1); when both ends fall in the same gap
+    (j = k) it is (g₂ − g)/(D + 1), the same number.
+
+    U is exactly uniform when the draws are uniform (equivalently, when the interpolation is
+    done on the CDF scale); for a smooth posterior density p it deviates at first order in the
+    width Δ of the gap that holds the truth (on average 2/((D + 1)p), twice a typical gap), by
+    about g(1 − g)·|p′/p|·Δ/2 in a gap of probability 1/(D + 1). For a Gaussian posterior the
+    coverage is higher than the formula by about 4·10⁻⁵ at D = 200 and 1.5·10⁻⁶ at D = 1,000
+    (by simulation of the order statistics), far below Table 3's precision (tested against a
+    simulation of :func:`~postrisk.tasks.diagnostics.covered_central` on Gaussian draws).
+    """
+    n_draws = int(n_draws)
+    if n_draws < 1:
+        raise ValueError(f"need at least one draw, got {n_draws}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    return level * (n_draws - 1) / (n_draws + 1)
+
+
+def seeds_replaced_share(instances: pd.DataFrame, coverage: str) -> float:
+    """Share of the examined candidate seeds of the ``coverage`` scenario's BNN cells that the
+    validity rule dropped (the paper's App. B.7: 5.3% balanced, 8.6% OOD).
+
+    ``instances``: every instance built, flagged ``valid`` by
+    :func:`postrisk.tasks.validity.mark_valid`. A BNN cell is a (dataset, noise, coverage) with a
+    BNN instance. The rule visits a cell's candidate seeds in order until it has kept
+    ``seeds.valid_per_cell`` of them; the examined seeds are those up to the last seed kept, and
+    each of them not kept (its BNN instance's max R̂ above the threshold, or no BNN instance)
+    was replaced by a later candidate. The share pools the examined seeds over the cells; NaN
+    where the scenario has no BNN cell. A seed is one unit whatever the number of priors that
+    share it.
+    """
+    frame = instances[instances["coverage"] == coverage]
+    bnn_cells = frame.loc[frame["prior"] == "bnn", CELL].drop_duplicates()
+    if bnn_cells.empty:
+        return float("nan")
+    frame = frame.merge(bnn_cells, on=CELL)
+    examined = dropped = 0
+    for _, cell in frame.groupby(CELL):
+        kept = cell["valid"].astype(bool).groupby(cell["seed"]).any()
+        last = kept.index[kept.to_numpy()].max() if kept.any() else kept.index.max()
+        seen = kept[kept.index <= last]
+        examined += int(seen.size)
+        dropped += int((~seen).sum())
+    return dropped / examined
+
+
+def _shell_coverage(group: pd.DataFrame, part: str, coverage: str) -> float:
+    """Pooled 90% coverage over the points of the outermost shell (``part="outer"``) or the
+    rest (``"rest"``) of ``group``'s instances of ``coverage`` (every scenario: ``""``); NaN
+    where there are none or the per-shell counts were not collected."""
+    if f"covered90_{part}" not in group:
+        return float("nan")
+    if coverage:
+        group = group[group["coverage"] == coverage]
+    total = group[f"n_eval_{part}"].sum()
+    return round(float(group[f"covered90_{part}"].sum() / total), 4) if total > 0 else np.nan
+
+
+def _perfect_sampler_column(group: pd.DataFrame, level: float = 0.9) -> float:
+    """:func:`perfect_sampler_coverage` at the instances' D, weighted by their points (one D
+    per prior in a run: its value)."""
+    if "draws" not in group:
+        return float("nan")
+    expected = [perfect_sampler_coverage(d, level) for d in group["draws"]]
+    return round(float(np.average(expected, weights=group["n_eval"])), 4)
+
+
+def _seed_columns(built: pd.DataFrame | None) -> dict[str, dict[str, object]]:
+    """The replaced-seed shares (percent) per scenario and the paper's beside them."""
+    from postrisk.evaluation.paper import paper_value
+
+    ours, paper = {}, {}
+    for cov in SEED_SCENARIOS:
+        share = np.nan if built is None else seeds_replaced_share(built, cov)
+        ours[f"seeds_replaced_pct_{cov}"] = round(100 * share, 2)
+        paper[f"paper_seeds_replaced_pct_{cov}"] = paper_value(
+            "appB7", "seeds_replaced_pct", PAPER_PRIOR["bnn"], cov)
+    return {"ours": ours, "paper": paper}
+
+
 def table3(instances: pd.DataFrame, points: dict[str, dict[str, np.ndarray]],
-           rng: np.random.Generator) -> pd.DataFrame:
+           rng: np.random.Generator, built: pd.DataFrame | None = None) -> pd.DataFrame:
     """Table 3 per prior, with the paper's values beside ours.
 
     ``instances``: one row per task store with columns prior, dataset, noise, coverage, seed,
-    n_eval, covered90 (count of covered points), corr_mean_ftrue. ``points[prior]``: arrays
-    over all evaluation points of all its instances: ``rank_hist`` (pooled 20-bin shares),
-    ``rank_expected`` (the exact bin probabilities, :func:`rank_bin_probabilities`) and
-    ``mcse_var`` (relative MCSE per point). The rank deviation is measured against
-    ``rank_expected``, so a perfect sampler's expected histogram has deviation 0.
+    n_eval, covered90 (count of covered points), corr_mean_ftrue; optionally draws (D; for the
+    perfect sampler's coverage) and the per-shell counts covered90_outer, n_eval_outer,
+    covered90_rest, n_eval_rest (the outermost coverage shell's points and the others').
+    ``points[prior]``: arrays over all evaluation points of all its instances: ``rank_hist``
+    (pooled 20-bin shares), ``rank_expected`` (the exact bin probabilities,
+    :func:`rank_bin_probabilities`) and ``mcse_var`` (relative MCSE per point). The rank
+    deviation is measured against ``rank_expected``, so a perfect sampler's expected histogram
+    has deviation 0. ``built``: every instance built, flagged ``valid``
+    (:func:`postrisk.tasks.validity.mark_valid`), for the share of seeds replaced
+    (:func:`seeds_replaced_share`; the same on every row, since the priors share the seeds;
+    NaN without it).
+
+    Only the pooled coverage's bootstrap draws from ``rng``, once per prior in order.
     """
+    seeds = _seed_columns(built)
     rows = []
     for prior, group in instances.groupby("prior", sort=False):
         pooled, lo, hi = bootstrap_pooled_share(group["covered90"].to_numpy(),
@@ -126,6 +242,11 @@ def table3(instances: pd.DataFrame, points: dict[str, dict[str, np.ndarray]],
             "mcse_var_pct_median": round(100 * float(np.median(mcse)), 2),
             "mcse_var_pct_p95": round(100 * float(np.quantile(mcse, 0.95)), 2),
             "corr_mean_ftrue_median": round(float(np.median(group["corr_mean_ftrue"])), 3),
+            "coverage90_perfect_sampler": _perfect_sampler_column(group),
+            **{f"coverage90_{part}{'_' + cov if cov else ''}": _shell_coverage(group, part, cov)
+               for cov in SHELL_SCENARIOS for part in ("outer", "rest")},
+            **seeds["ours"],
             **{f"paper_{k}": v for k, v in paper.items()},
+            **seeds["paper"],
         })
     return pd.DataFrame(rows)

@@ -54,6 +54,7 @@ from postrisk.grid.plan import (
     plan,
     plan_report,
     plan_table,
+    study_output_lines,
 )
 from postrisk.grid.planner import Planner
 from postrisk.grid.seeds import SeedPolicy, condition_seeds, task_seeds
@@ -83,6 +84,6 @@ __all__ = [
     "disentanglement_units", "env_family", "figure_files", "fits_method", "guard_message",
     "implemented_conditions", "implemented_methods", "implemented_priors", "is_tuned",
     "load_config", "log_path", "n_instances", "output_lines", "path", "plan", "plan_report",
-    "plan_table", "read_config", "rule_name", "stage_artefacts", "task_seeds", "training_size",
-    "tuned_methods", "unit_paths", "validate_config",
+    "plan_table", "read_config", "rule_name", "stage_artefacts", "study_output_lines",
+    "task_seeds", "training_size", "tuned_methods", "unit_paths", "validate_config",
 ]

@@ -25,7 +25,10 @@ from pathlib import PurePosixPath
 #: The files of one figure: its PNG (the path in the catalogue) and a PDF beside it.
 FIGURE_FORMATS = (".png", ".pdf")
 #: The stages (rules) that write catalogue artefacts, in pipeline order.
-ARTEFACT_STAGES = ("checks", "tables", "figure", "report", "release")
+ARTEFACT_STAGES = ("checks", "tables", "figure", "report", "release", "warmup_check",
+                   "studies_report")
+#: The stages of the studies' tables and figures: shown on the studies' page, not the report's.
+STUDY_ARTEFACT_STAGES = ("warmup_check",)
 #: What a figure may draw from besides the tables: every condition's score table, concatenated.
 CONDITION_SCORES = "condition_scores"
 
@@ -85,6 +88,8 @@ def figure_files(png: str) -> list[str]:
 _T = "postrisk.report.table_builders:"
 _F = "postrisk.report.figures:"
 _CHECKS = "postrisk.report.checks:write_checks"
+_WARMUP = "postrisk.report.warmup:write_warmup_check"
+_STUDIES_PAGE = "postrisk.report.scores:write_report_page"
 _RANK_CAPTION = ("Share of evaluation points per bin of the rank of f* among the posterior "
                  "draws, pooled over the valid instances of each prior; dashed: the exact bin "
                  "probabilities of a calibrated sampler; grey: the 95% range of a uniform "
@@ -114,11 +119,32 @@ CATALOGUE: tuple[Artefact, ...] = (
              caption="Pooled 90% coverage with its bootstrap interval over instances and its "
                      "range over cells, rank-histogram deviation, Monte Carlo error of the "
                      "posterior variance and corr(posterior mean, f*) per prior, the "
-                     "paper's values beside ours."),
+                     "paper's values beside ours. coverage90_perfect_sampler: the coverage "
+                     "an exact sampler has in expectation with the prior's D draws, "
+                     "0.9·(D − 1)/(D + 1) (the central interval of D draws covers slightly "
+                     "less than 90%). coverage90_outer / coverage90_rest: the pooled coverage "
+                     "on the evaluation points of the outermost coverage shell and on the "
+                     "others, over all instances and per coverage scenario (_balanced, _ood; "
+                     "under ood the outermost shell holds no training input; empty where a "
+                     "prior has no instance of the scenario). seeds_replaced_pct_balanced / "
+                     "_ood: the share of the examined candidate seeds of that scenario's "
+                     "cells dropped because the cell's BNN instance had max R̂ > 1.05 (paper "
+                     "App. B.7); a property of the BNN instances that applies to every "
+                     "prior's seeds, so it is the same on every row (empty without BNN)."),
     Artefact("table3_rhat101", "checks/table3_rhat101.csv", "checks", _CHECKS, shown=False,
              title="Table 3 over the instances whose BNN max R̂ ≤ 1.01"),
     Artefact("instances", "checks/instances.csv", "checks", _CHECKS, shown=False,
              title="Every instance built, valid or dropped"),
+    Artefact("table4", "checks/table4.csv", "checks", "postrisk.report.table4:write_table4",
+             title="Datasets (paper Table 4)",
+             caption="Per dataset of the run: d, N and n_eval of its covariate store's pool "
+                     "split, the training-set size n and the noise-to-signal ratio ρ "
+                     "(noise_to_signal) its instances were generated with, and the kernel of "
+                     "its GP prior (empty where the run has no GP instance of the dataset); "
+                     "the paper's Table 4 beside them (paper_*). At demo and smoke scale n and "
+                     "n_eval are capped (sizes.n_cap, sizes.n_eval_cap), so they are smaller "
+                     "than the paper's for the larger datasets (the CSV's scale column names "
+                     "the run's scale)."),
     # -- tables: one job over every condition's scores, one bootstrap stream ------------------
     Artefact("scores_rhat101", "tables/scores_rhat101.csv", "tables", _T + "mean_rho_strict",
              shown=False, title="Mean ρ over the instances whose BNN max R̂ ≤ 1.01"),
@@ -259,6 +285,27 @@ CATALOGUE: tuple[Artefact, ...] = (
                   "The citation file (copied from the checkout)"),
     _release_file("release_manifest", "release/manifest.json",
                   "The release's manifest: every file's and instance's sha256"),
+    # -- the studies (each its own stages; shown on the studies page, not in the report) ------
+    Artefact("warmup_check", "studies/warmup_check.csv", "warmup_check", _WARMUP,
+             title="HBART warm-up check (paper App. B.7)",
+             caption="The same instances' reference posteriors (same samples, same posterior "
+                     "seed) with factor × the warm-up (the tempered share unchanged) against "
+                     "the benchmark's, per dataset: the change in pooled 90% coverage, and the "
+                     "median, 95th percentile and largest relative change of the posterior SD "
+                     "over the evaluation points; sd_change_mc_median: the median relative "
+                     "change two independent runs of the benchmark's length would show from "
+                     "Monte Carlo error alone (from the MCSE of the variance). The paper (Protein "
+                     "and kin8nm, 4×): coverage changes by < 0.003, the SD by at most about 5%."),
+    Artefact("warmup_check_instances", "studies/warmup_check_instances.csv", "warmup_check",
+             _WARMUP, title="HBART warm-up check per instance",
+             caption="Per instance and factor: 90% coverage (all points, the outermost shell, "
+                     "the rest) of the benchmark's posterior and of the longer warm-up's, the "
+                     "relative change of the posterior SD, and the max R̂ of each."),
+    Artefact("studies_report", "studies/index.html", "studies_report", _STUDIES_PAGE,
+             kind="page", shown=False, title="The studies' report (open in a browser)"),
+    Artefact("studies_report_manifest", "studies/manifest.json", "studies_report",
+             _STUDIES_PAGE, kind="file", shown=False,
+             title="What the studies' report shows"),
 )
 
 _BY_ID = {a.id: a for a in CATALOGUE}

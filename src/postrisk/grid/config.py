@@ -257,6 +257,24 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                     "definition": {"enum": ["level", "score"], "default": "level"},
                 },
             },
+            # the paper's studies (docs/design.md, "Studies"), each a stage of its own
+            "studies": {
+                "type": "object", "additionalProperties": False,
+                "properties": {
+                    # App. B.7: the same instances' MCMC posteriors with `factors` × the warm-up,
+                    # on those of `datasets` that the grid builds `prior` instances for
+                    "warmup_check": {
+                        "type": "object", "additionalProperties": False,
+                        "required": ["prior", "datasets", "factors"],
+                        "properties": {
+                            "prior": {"enum": ["hbart", "bnn"]},
+                            "datasets": {**_names(task_datasets()), "minItems": 0},
+                            "factors": {"type": "array", "minItems": 1, "uniqueItems": True,
+                                        "items": {"type": "integer", "minimum": 1}},
+                        },
+                    },
+                },
+            },
             "release": {
                 "type": "object", "additionalProperties": False,
                 "required": ["base_url", "download_dir", "max_bytes", "max_files", "retries",

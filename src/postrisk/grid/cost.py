@@ -96,11 +96,12 @@ def verify_resources(cfg: Mapping, dataset: str) -> Resources:
 
 def wants_accelerator(cfg: Mapping, stage: str, name: str) -> bool:
     """Whether a job of ``stage`` for the prior or method ``name`` asks for a GPU: its
-    registry entry declares one (posterior: the prior; fit: the method; an outside method has
-    no entry and runs on CPUs) and the config's ``accelerator.use`` is on."""
+    registry entry declares one (posterior and the warm-up study's posterior: the prior; fit:
+    the method; an outside method has no entry and runs on CPUs) and the config's
+    ``accelerator.use`` is on."""
     if not cfg.get("accelerator", {}).get("use", False):
         return False
-    if stage == "posterior":
+    if stage in ("posterior", "warmup_posterior"):
         from postrisk.priors.base import PRIOR_ENTRIES
 
         return PRIOR_ENTRIES[name].accelerator

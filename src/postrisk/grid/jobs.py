@@ -30,6 +30,7 @@ from postrisk.grid.stages import (
     OUTPUT_KINDS,
     SIMPLE_KEYS,
     STAGES,
+    STUDIES,
     UNIT_KEYS,
     GroupingError,
     group_keys,
@@ -243,6 +244,12 @@ def _simple_jobs(stage: str, units: Mapping[str, Sequence[Any]]
     if stage in ("tables", "report"):  # one job over every condition's scores
         costs = [(None, None)] * len(units["score"])
         return {(): ([], costs)} if costs else {}
+    if stage == "warmup_check":  # one job reading every warm-up study store and its benchmark's
+        costs = [(None, u.dataset) for u in units["warmup_posterior"]]
+        return {(): ([], costs)} if costs else {}
+    if stage == "studies_report":  # one page of every study's tables, where a study runs
+        studies = [s for s in STUDIES if any(units.get(st) for st in STUDIES[s][:1])]
+        return {(): ([], [(None, None)] * len(studies))} if studies else {}
     if stage == "figure":  # one job per figure of the catalogue, each over every score table
         costs = [(None, None)] * len(units["score"])
         return {(entry.id,): ([entry], costs) for entry in stage_artefacts("figure")

@@ -4,7 +4,8 @@ and where each job's log and benchmark go.
 The workflow's rules, the command line and the tests build paths from these templates and
 nowhere else; the tables, figures, pages and release files (one file per run, or per prior) are
 declared in :mod:`postrisk.grid.artefacts`. A template's fields are the keys of what the file
-holds: ``{dataset}``, ``{prior}``, ``{noise}``, ``{coverage}``, ``{seed}``, ``{method}``.
+holds: ``{dataset}``, ``{prior}``, ``{noise}``, ``{coverage}``, ``{seed}``, ``{method}``,
+``{factor}`` (a study's multiple of a setting).
 Formatting a template with a field's own wildcard text (``dataset="{dataset}"``) leaves that
 wildcard for Snakemake.
 """
@@ -27,10 +28,14 @@ TEMPLATES: dict[str, str] = {
     "tuning_journal": "tuning/journals/{dataset}/{prior}/{noise}/{coverage}/{method}.log",
     "scores": "scores/{dataset}/{prior}/{noise}/{coverage}.csv",
     "disentanglement": "disentanglement/{dataset}/{prior}/{noise}/{coverage}/{seed}/{method}.csv",
+    # the HBART warm-up study: an instance's reference posterior rebuilt with `factor` × the
+    # warm-up (a task store like the benchmark's)
+    "warmup_task": ("studies/warmup_check/x{factor}/{dataset}/{prior}/{noise}/{coverage}/"
+                    "{seed}.zarr"),
 }
 
 #: Every key a template may use, each matching itself as a Snakemake wildcard.
-WILDCARDS = {key: "{" + key + "}" for key in (*KEY_COLUMNS, "method")}
+WILDCARDS = {key: "{" + key + "}" for key in (*KEY_COLUMNS, "method", "factor")}
 
 
 def path(kind: str, root: str = RESULTS, **keys: object) -> str:

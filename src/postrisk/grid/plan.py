@@ -130,6 +130,24 @@ def output_lines(cfg: Mapping, results: str | Path = RESULTS) -> Iterator[str]:
                + ("" if report.exists() else "  (missing)"))
 
 
+def study_output_lines(cfg: Mapping, results: str | Path = RESULTS) -> Iterator[str]:
+    """Where the studies' outputs of ``cfg`` are (``postrisk outputs --studies``): each study
+    that runs, its tables and figures, and the studies' page."""
+    planner, root = Planner(cfg), str(results)
+    if not planner.studies():
+        yield "no study runs in this configuration (its `studies` section names none)"
+        return
+    scale = cfg["scale"]
+    note = "" if scale == "paper" else f" ({scale} scale — not comparable to the paper)"
+    yield f"studies{note}: {', '.join(planner.studies())}"
+    for item in planner.study_contents(root):
+        out = Path(item.path)
+        yield f"  {item.entry.title}: {out}" + ("" if out.exists() else "  (missing)")
+    page = Path(artefact("studies_report").path_of(root))
+    yield (f"studies report (open in a browser): {page.resolve().as_uri()}"
+           + ("" if page.exists() else "  (missing)"))
+
+
 def guard_message(cfg: Mapping, planner: Planner | None = None) -> str | None:
     """Why a plain local run of ``cfg`` must stop for confirmation, or None if it may go on."""
     guard = cfg["local_guard"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from postrisk.grid.artefacts import (
     CATALOGUE,
+    STUDY_ARTEFACT_STAGES,
     Artefact,
     ArtefactFile,
     artefact,
@@ -33,7 +34,7 @@ from postrisk.grid.config import load_config
 from postrisk.grid.jobs import StageRule, workflow_rules
 from postrisk.grid.paths import condition_path
 from postrisk.grid.seeds import SeedPolicy
-from postrisk.grid.stages import UNIT_KEYS
+from postrisk.grid.stages import STUDIES, UNIT_KEYS
 from postrisk.grid.units import stage_units
 
 
@@ -110,9 +111,38 @@ class Planner:
         return self.artefact_files(*stage_artefacts(stage, kind), root=root)
 
     def report_contents(self, root: str = "results") -> list[ArtefactFile]:
-        """What the HTML report shows, in catalogue order: every shown table and figure."""
-        return self.artefacts(*[a for a in CATALOGUE if a.shown and a.kind in ("table", "figure")],
-                              root=root)
+        """What the HTML report shows, in catalogue order: every shown table and figure of the
+        benchmark (the studies have their own page)."""
+        return self.artefacts(*[a for a in CATALOGUE if a.shown and a.kind in ("table", "figure")
+                                and a.stage not in STUDY_ARTEFACT_STAGES], root=root)
+
+    # -------------------------------------------------------------------------- studies
+
+    def studies(self) -> list[str]:
+        """The studies this configuration runs: those whose first stage has jobs (a study's
+        tables and figures are written by its last stage)."""
+        return [name for name, stages in STUDIES.items()
+                if any(r.jobs for r in self.rules[stages[0]])]
+
+    def study_contents(self, root: str = "results") -> list[ArtefactFile]:
+        """What the studies' page shows: the shown tables and figures of the studies that
+        run, in catalogue order."""
+        stages = {STUDIES[s][-1] for s in self.studies()}
+        return self.artefacts(*[a for a in CATALOGUE if a.shown and a.kind in ("table", "figure")
+                                and a.stage in stages], root=root)
+
+    def study_files(self, root: str = "results") -> list[str]:
+        """Every file of the studies that run, and their page (empty when none runs)."""
+        if not self.studies():
+            return []
+        return [*(f for s in self.studies() for f in self.stage_files(STUDIES[s][-1], root)),
+                *self.stage_files("studies_report", root)]
+
+    def warmup_stores(self) -> dict[str, list[str]]:
+        """The warm-up study's stores: the benchmark's (``task``) and the longer warm-up's
+        (``warmup``), unit by unit."""
+        units = self.units["warmup_posterior"]
+        return {"task": [u.task for u in units], "warmup": [u.out for u in units]}
 
     def instances_per_method(self) -> dict[str, int]:
         """Per implemented method, the instances it is scored on: its conditions' usable

@@ -13,29 +13,37 @@ from collections.abc import Mapping
 
 from postrisk.tasks.key import CONDITION_COLUMNS, KEY_COLUMNS
 
-#: Stages in the order the workflow runs them.
+#: Stages in the order the workflow runs them: the benchmark's, then the studies'.
 STAGES = ("covariates", "prior", "sample", "posterior", "valid_seeds", "checks", "fit", "score",
-          "disentanglement", "tables", "figure", "report")
+          "disentanglement", "tables", "figure", "report", "warmup_posterior", "warmup_check",
+          "studies_report")
+#: The studies (``studies.<study>`` in the config): the stages each runs, in order, before the
+#: one page of every study's tables (``studies_report``). Each study's budget is the sum of its
+#: stages' (``benchmarks/demo_budget.py`` prints it).
+STUDIES: dict[str, tuple[str, ...]] = {"warmup_check": ("warmup_posterior", "warmup_check")}
 
 #: The keys of one unit of each batchable stage, in path order.
 UNIT_KEYS: dict[str, tuple[str, ...]] = {
     "sample": KEY_COLUMNS,
     "posterior": KEY_COLUMNS,
     "fit": (*CONDITION_COLUMNS, "method"),
+    "warmup_posterior": KEY_COLUMNS,
 }
 #: Keys every job of a batchable stage must fix: one prior per posterior process (bartz needs
 #: JAX x64 off, the BNN posterior on), one method per fit process.
 FIXED_KEYS: dict[str, tuple[str, ...]] = {"sample": (), "posterior": ("prior",),
-                                         "fit": ("method",)}
+                                         "fit": ("method",), "warmup_posterior": ("prior",)}
 #: What each batchable stage writes per unit (kinds of :mod:`postrisk.grid.paths`).
 OUTPUT_KINDS: dict[str, tuple[str, ...]] = {
     "sample": ("sample",), "posterior": ("task",), "fit": ("fit", "tuning_result"),
+    "warmup_posterior": ("warmup_task",),
 }
 #: Inputs of a unit of the instance stages: (kind, the keys of the unit its path takes). The
 #: inputs of a fit unit depend on its cell's seed policy and have no fixed shape.
 INPUT_KINDS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "sample": (("covariates", ("dataset",)), ("prior", ("dataset", "prior"))),
     "posterior": (("sample", UNIT_KEYS["posterior"]),),
+    "warmup_posterior": (("sample", KEY_COLUMNS), ("task", KEY_COLUMNS)),
 }
 #: Wildcards of the one rule of each stage that is not batched (its jobs are fixed by them).
 SIMPLE_KEYS: dict[str, tuple[str, ...]] = {
@@ -48,10 +56,12 @@ SIMPLE_KEYS: dict[str, tuple[str, ...]] = {
     "tables": (),
     "figure": ("name",),
     "report": (),
+    "warmup_check": (),
+    "studies_report": (),
 }
 #: Stages whose cost entry is per prior or per method.
 COST_BY = {"prior": "prior", "sample": "prior", "posterior": "prior", "fit": "method",
-           "disentanglement": "method"}
+           "disentanglement": "method", "warmup_posterior": "prior"}
 
 
 class GroupingError(ValueError):

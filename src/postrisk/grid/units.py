@@ -127,6 +127,29 @@ class PosteriorUnit(_InstanceUnit):
 
 
 @dataclass(frozen=True)
+class WarmupPosteriorUnit(_InstanceUnit):
+    """One instance's reference posterior rebuilt with ``factor`` × its warm-up (the HBART
+    warm-up study, config ``studies.warmup_check``): the same sample and posterior seed as the
+    benchmark's ``task`` store; ``settings``: config ``posterior.<prior>`` with the warm-up
+    multiplied (tempered share unchanged)."""
+
+    key: TaskKey
+    factor: int
+    sample: str
+    task: str
+    settings: Mapping[str, Any]
+    out: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {**_key_wildcards(self.key), "factor": str(self.factor)}
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.sample, self.task)
+
+
+@dataclass(frozen=True)
 class ValidSeedsUnit:
     """One cell's seed selection from its BNN instances, one per candidate seed."""
 
@@ -296,6 +319,24 @@ def posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[PosteriorUnit]:
             for k in _instance_keys(cfg, policy)]
 
 
+def warmup_posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[WarmupPosteriorUnit]:
+    """The warm-up study's posteriors: every built instance of ``studies.warmup_check.prior``
+    on its datasets, once per factor (instance by instance)."""
+    study = (cfg.get("studies") or {}).get("warmup_check") or {}
+    datasets, prior = set(study.get("datasets", [])), study.get("prior", "hbart")
+    units = []
+    for k in _instance_keys(cfg, policy):
+        if k.prior != prior or k.dataset not in datasets:
+            continue
+        base = dict(cfg["posterior"][k.prior])
+        wc = _key_wildcards(k)
+        units += [WarmupPosteriorUnit(k, int(f), path("sample", **wc), path("task", **wc),
+                                      {**base, "warmup": int(base["warmup"]) * int(f)},
+                                      path("warmup_task", **wc, factor=int(f)))
+                  for f in study.get("factors", [])]
+    return units
+
+
 def valid_seeds_units(cfg: Mapping, policy: SeedPolicy) -> list[ValidSeedsUnit]:
     """One per cell with BNN instances (their R̂ decides the cell's valid seeds)."""
     n_valid = int(cfg["seeds"]["valid_per_cell"])
@@ -371,7 +412,8 @@ def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, lis
     return {"covariates": covariates_units(cfg), "prior": prior_units(cfg),
             "sample": sample_units(cfg, policy), "posterior": posterior_units(cfg, policy),
             "valid_seeds": valid_seeds_units(cfg, policy), "fit": fit_units(cfg, policy),
-            "score": score_units(cfg, policy), "disentanglement": disentanglement_units(cfg)}
+            "score": score_units(cfg, policy), "disentanglement": disentanglement_units(cfg),
+            "warmup_posterior": warmup_posterior_units(cfg, policy)}
 
 
 def unit_paths(unit: Any, field: str) -> str | list[str]:

@@ -11,20 +11,29 @@ import numpy as np
 import pandas as pd
 
 from postrisk.core.io import open_zarr
+from postrisk.covariates.pools import N_SHELLS
 from postrisk.evaluation.posterior_checks import rank_uniformity_pvalue, table3
 from postrisk.report.style import save_figure
 from postrisk.tasks.diagnostics import rank_bin_probabilities, rank_histogram
 from postrisk.tasks.validity import RHAT_STRICT, mark_valid
 
+#: The outermost coverage shell (under ``ood`` it holds no training input).
+OUTER_SHELL = N_SHELLS - 1
+
 
 def collect_checks(task_paths: Sequence[str | Path]):
-    """Per-instance check summaries and per-prior pooled point arrays, reading no draws."""
+    """Per-instance check summaries and per-prior pooled point arrays, reading no draws.
+
+    The per-shell counts (``covered90_outer``, ``n_eval_outer``, ``covered90_rest``,
+    ``n_eval_rest``) split the covered points by whether ``shell_eval`` is the outermost
+    coverage shell."""
     rows, ranks, mcse, n_draws = [], {}, {}, {}
     for path in task_paths:
         ds = open_zarr(path, load=False)
         prior = ds.attrs["prior"]
         rank = ds["rank_true"].values
-        covered = ds["covered90"].values
+        covered = ds["covered90"].values.astype(bool)
+        outer = ds["shell_eval"].values == OUTER_SHELL
         mean, f_true = ds["posterior_mean"].values, ds["f_true_eval"].values
         rows.append({"prior": prior, **{k: ds.attrs[k] for k in
                                         ("dataset", "noise", "coverage", "seed")},
@@ -38,7 +47,11 @@ def collect_checks(task_paths: Sequence[str | Path]):
                      "rhat_le_strict": (int((ds["rhat"].values <= RHAT_STRICT).sum())
                                         if "rhat" in ds else np.nan),
                      "rank_loglik": int(ds.attrs["rank_loglik"]),
-                     "posterior_s": json.loads(ds.attrs["timings"]).get("posterior_s")})
+                     "posterior_s": json.loads(ds.attrs["timings"]).get("posterior_s"),
+                     "covered90_outer": int(covered[outer].sum()),
+                     "n_eval_outer": int(outer.sum()),
+                     "covered90_rest": int(covered[~outer].sum()),
+                     "n_eval_rest": int((~outer).sum())})
         n_draws.setdefault(prior, int(ds.sizes["draw"]))
         if n_draws[prior] != int(ds.sizes["draw"]):
             raise ValueError(f"{prior}: instances differ in the number of draws")
@@ -60,7 +73,7 @@ def _table3_over(task_paths, instances: pd.DataFrame, column: str, scale: str,
     if not paths:
         return pd.DataFrame({"scale": [], "prior": []}), {}
     iv, points = collect_checks(paths)
-    table = table3(iv, points, rng)
+    table = table3(iv, points, rng, built=instances)
     # one data-log-likelihood rank per instance: uniform under a correct posterior (SBC)
     table["loglik_rank_uniformity_p"] = [
         round(rank_uniformity_pvalue(iv.loc[iv["prior"] == p, "rank_loglik"].to_numpy(),

@@ -146,8 +146,8 @@ def markdown_html(text: str) -> str:
 
 def write_report(out_html: str | Path, manifest: str | Path, *, scale: str,
                  figures: Sequence[ReportFigure], tables: Sequence[ReportTable],
-                 config: Mapping, deviations_md: str) -> dict:
-    """Write the page and its manifest; return the manifest."""
+                 config: Mapping, deviations_md: str, title: str = "postrisk report") -> dict:
+    """Write the page (headed ``title``) and its manifest; return the manifest."""
     out_html = Path(out_html)
     base = out_html.parent
 
@@ -175,9 +175,9 @@ def write_report(out_html: str | Path, manifest: str | Path, *, scale: str,
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>postrisk report ({html.escape(scale)} scale)</title><style>{_CSS}</style></head>
+<title>{html.escape(title)} ({html.escape(scale)} scale)</title><style>{_CSS}</style></head>
 <body>
-<h1>postrisk report</h1>
+<h1>{html.escape(title)}</h1>
 {banner}
 <p>Ground-truth evaluation of aleatoric and epistemic uncertainty (Wizgall et al., 2026,
 <em>A Ground-Truth Framework for Uncertainty Disentanglement with Posterior Risk</em>). Written

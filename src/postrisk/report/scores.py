@@ -91,11 +91,11 @@ def write_figure(figure: str, tables: Mapping[str, str | Path], score_csvs: Sequ
 
 def write_report_page(html: str | Path, manifest: str | Path, contents: Sequence[ArtefactFile],
                       scale: str, config: Mapping, deviations: str | Path,
-                      settings: Mapping[str, object]) -> dict:
-    """The HTML report of ``contents`` (the catalogue's shown tables and figures, as the
-    workflow resolved them) with the run's configuration and the deviations document;
-    ``settings`` fill the captions (``{correlation}``, ``{definition}``: "level" unless
-    given)."""
+                      settings: Mapping[str, object], title: str = "postrisk report") -> dict:
+    """The HTML report (headed ``title``) of ``contents`` (the catalogue's shown tables and
+    figures, as the workflow resolved them) with the run's configuration and the deviations
+    document; ``settings`` fill the captions (``{correlation}``, ``{definition}``: "level"
+    unless given)."""
     settings = {"definition": "level", **settings}
     tables, figures = [], []
     for item in contents:
@@ -108,4 +108,4 @@ def write_report_page(html: str | Path, manifest: str | Path, contents: Sequence
                                       Path(item.path)))
     return write_report(html, manifest, scale=scale, figures=figures, tables=tables,
                         config=config,
-                        deviations_md=Path(deviations).read_text(encoding="utf-8"))
+                        deviations_md=Path(deviations).read_text(encoding="utf-8"), title=title)

@@ -1,0 +1,88 @@
+# The paper's studies (docs/design.md, "Studies"): each a stage of its own, planned where the
+# config's `studies.<study>` names something to run, with one page of every study's tables
+# (`results/studies/index.html`). `snakemake studies` builds them all; `snakemake <study>`
+# one (`warmup_check`).
+
+
+# App. B.7: the benchmark's HBART instances rebuilt with factor × the warm-up (same samples,
+# same posterior seed, tempered share unchanged), one rule per output shape like the
+# posterior stage, then the comparison.
+for _rule in GROUPED["warmup_posterior"]:
+
+    rule:
+        name:
+            _rule.name
+        input:
+            inputs_of(_rule),
+        output:
+            [directory(p) for p in _rule.outputs["warmup_task"]],
+        params:
+            jobs=jobs_of(_rule),
+            accelerator={"requested": _rule.accelerator,
+                         "allow_cpu_fallback": config["accelerator"]["allow_cpu_fallback"]},
+        log:
+            _rule.log,
+        benchmark:
+            _rule.benchmark
+        wildcard_constraints:
+            **_rule.constraints,
+        conda:
+            env(_rule.env)
+        threads: threads_of(_rule)
+        resources:
+            **resources_of(_rule),
+        script:
+            "../scripts/posterior.py"
+
+
+rule warmup_check:
+    input:
+        tasks=PLANNER.warmup_stores()["task"],
+        warmup=PLANNER.warmup_stores()["warmup"],
+    output:
+        summary=path_of("warmup_check"),
+        instances=path_of("warmup_check_instances"),
+    params:
+        scale=config["scale"],
+    log:
+        SIMPLE["warmup_check"].log,
+    benchmark:
+        SIMPLE["warmup_check"].benchmark
+    conda:
+        env("core")
+    threads: threads_of(SIMPLE["warmup_check"])
+    resources:
+        **resources_of(SIMPLE["warmup_check"]),
+    script:
+        "../scripts/warmup_check.py"
+
+
+rule studies_report:
+    input:
+        contents=[f for item in PLANNER.study_contents() for f in item.files],
+        deviations=os.path.join(workflow.basedir, "docs/deviations.md"),
+    output:
+        html=path_of("studies_report"),
+        manifest=path_of("studies_report_manifest"),
+    params:
+        contents=PLANNER.study_contents(),
+        scale=config["scale"],
+        config={"studies": config.get("studies", {}), "posterior": config["posterior"]},
+        settings={},
+        title="postrisk studies",
+    log:
+        SIMPLE["studies_report"].log,
+    benchmark:
+        SIMPLE["studies_report"].benchmark
+    conda:
+        env("core")
+    threads: threads_of(SIMPLE["studies_report"])
+    resources:
+        **resources_of(SIMPLE["studies_report"]),
+    script:
+        "../scripts/report.py"
+
+
+rule studies:
+    input:
+        PLANNER.study_files(),

@@ -1,0 +1,107 @@
+"""The studies' stages in the real DAG at toy size (`snakemake studies`), and their plan."""
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from postrisk.core.io import open_zarr
+from postrisk.grid import Planner, load_config
+from postrisk.tasks.store import validate_store
+from tests.workflow_helpers import REPO, snakemake
+
+#: These tests start Snakemake (select them with `-m workflow`).
+pytestmark = pytest.mark.workflow
+
+SMOKE = REPO / "presets" / "smoke.yaml"
+#: One toy HBART instance of Concrete (few trees, chains and iterations, no tempered stage: one
+#: compiled loop per run length), nothing fitted, and the warm-up study at factor 1: the same
+#: run, so every change must be zero (a longer warm-up against an unconverged one:
+#: tests/report/test_warmup.py). The jobs share JAX's persistent compilation cache, so the
+#: study's run reuses the benchmark run's compiled loop.
+TOY_STUDIES = {
+    "datasets": ["concrete"], "priors": ["hbart"], "noise_modes": ["smooth_monotone"],
+    "coverages": ["ood"], "methods": [], "tuning": {"methods": []},
+    "disentanglement": {"methods": []},
+    "hbart_prior": {"num_trees": 20, "scale_draws": 20},
+    "posterior": {"hbart": {"chains": 4, "warmup": 12, "draws_per_chain": 10, "thin": 2,
+                            "tempering": {"t0": 3.0, "stages": 1, "share": 0.0}}},
+    "studies": {"warmup_check": {"prior": "hbart", "datasets": ["concrete"],
+                                 "factors": [1]}},
+    "group_by": {"posterior": ["dataset", "prior"], "warmup_posterior": ["dataset", "prior"]},
+    "cost_model": {"posterior": {"hbart": {"threads": 1, "minutes": 1.0, "mem_mb": 1000}},
+                   "warmup_posterior": {"hbart": {"threads": 1, "minutes": 1.0,
+                                                  "mem_mb": 1000}}},
+}
+
+
+def _toy_config(tmp_path) -> str:
+    preset = tmp_path / "toy_studies.yaml"
+    preset.write_text(yaml.safe_dump(TOY_STUDIES))
+    return str(preset)
+
+
+def test_warmup_study_at_toy_size(tmp_path):
+    config = _toy_config(tmp_path)
+    planner = Planner(load_config(REPO / "config.yaml", SMOKE, config))
+    assert planner.studies() == ["warmup_check"]
+    run = snakemake(tmp_path, "studies", "--cores", "2", "--configfile", str(SMOKE), config,
+                    env={"JAX_COMPILATION_CACHE_DIR": str(tmp_path / "jax_cache")})
+    assert run.returncode == 0, run.stderr[-3000:]
+    units = planner.units["warmup_posterior"]
+    assert [u.factor for u in units] == [1]
+    for unit in units:
+        store = validate_store(tmp_path / unit.out, kind="task")
+        settings = json.loads(store.attrs["sampler_settings"])
+        assert settings["warmup"] == 12 * unit.factor
+        assert settings["tempering"] == TOY_STUDIES["posterior"]["hbart"]["tempering"]
+    summary = pd.read_csv(tmp_path / "results/studies/warmup_check.csv").set_index("factor")
+    # factor 1: the same sample, posterior seed and settings rebuild the benchmark's posterior
+    same = summary.loc[1]
+    assert same["coverage90_change"] == 0 and same["sd_change_max"] == 0, same
+    base = open_zarr(tmp_path / units[0].task)
+    again = open_zarr(tmp_path / units[0].out)
+    assert (base["posterior_draws"].values == again["posterior_draws"].values).all()
+    page = (tmp_path / "results/studies/index.html").read_text()
+    assert "HBART warm-up check" in page and "postrisk studies" in page
+    # the benchmark's report does not list the study's tables
+    assert not any(i.entry.id.startswith("warmup") for i in planner.report_contents())
+    # nothing left to do
+    again = snakemake(tmp_path, "studies", "-n", "--configfile", str(SMOKE), config)
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_the_paper_config_plans_the_warmup_check_with_resources():
+    planner = Planner(load_config(REPO / "config.yaml"))
+    cfg = planner.config
+    study = cfg["studies"]["warmup_check"]
+    units = planner.units["warmup_posterior"]
+    hbart_keys = [k for k in planner.task_stores() if "/hbart/" in k
+                  and k.split("/")[2] in study["datasets"]]
+    assert units and len(units) == len(hbart_keys) * len(study["factors"])
+    assert {u.key.dataset for u in units} == set(study["datasets"])
+    for unit in units:  # k × the warm-up, everything else (the tempered share) unchanged
+        base = cfg["posterior"][unit.key.prior]
+        assert unit.settings == {**base, "warmup": base["warmup"] * unit.factor}
+    for rule in planner.stage_rules("warmup_posterior"):
+        assert rule.accelerator  # the HBART prior declares a GPU; the paper config uses one
+        for job in rule.jobs.values():
+            assert job.resources.gpu == 1 and job.resources.runtime > 0
+            assert job.resources.threads == cfg["cost_model"]["warmup_posterior"]["hbart"][
+                "threads"]
+    assert planner.rule("warmup_check").jobs
+    assert "results/studies/index.html" in planner.study_files()
+
+
+def test_a_config_without_study_datasets_in_its_grid_plans_no_study():
+    planner = Planner(load_config(REPO / "config.yaml", REPO / "presets" / "demo.yaml"))
+    assert planner.studies() == [] and planner.study_files() == []
+    studies = Planner(load_config(REPO / "config.yaml", REPO / "presets" / "demo.yaml",
+                                  REPO / "presets" / "studies.yaml"))
+    assert studies.studies() == ["warmup_check"]
+    # the studies preset reuses the demo's instances: same task stores, same posterior jobs
+    demo = Planner(load_config(REPO / "config.yaml", REPO / "presets" / "demo.yaml"))
+    assert studies.task_stores() == demo.task_stores()
+    assert [j.payload for r in studies.stage_rules("posterior") for j in r.jobs.values()] == \
+        [j.payload for r in demo.stage_rules("posterior") for j in r.jobs.values()]
