@@ -270,12 +270,24 @@ def report_figure(figure: str, tables: Mapping[str, str | Path], scores: Sequenc
         logger.info("wrote %s", path)
 
 
+def report_warmup_check(base: Sequence[str | Path], long: Sequence[str | Path],
+                        summary: str | Path, instances: str | Path, scale: str) -> None:
+    """Rule ``warmup_check``: the warm-up study's tables from the benchmark's task stores and
+    the same instances' stores at the longer warm-up."""
+    from postrisk.report.warmup import write_warmup_check
+
+    logger.info("\n%s", write_warmup_check(base, long, summary, instances, scale).to_string())
+
+
 def report_page(html: str | Path, manifest: str | Path, contents: Sequence, scale: str,
-                config: Mapping, deviations: str | Path, settings: Mapping) -> None:
-    """Rule ``report``: the HTML page of the catalogue's shown tables and figures."""
+                config: Mapping, deviations: str | Path, settings: Mapping,
+                title: str = "postrisk report") -> None:
+    """Rules ``report`` and ``studies_report``: the HTML page of the catalogue's shown tables
+    and figures (``contents``)."""
     from postrisk.report.scores import write_report_page
 
-    shown = write_report_page(html, manifest, contents, scale, config, deviations, settings)
+    shown = write_report_page(html, manifest, contents, scale, config, deviations, settings,
+                              title)
     logger.info("report %s: %d tables, %d figures", html, len(shown["tables"]),
                 len(shown["figures"]))
 
