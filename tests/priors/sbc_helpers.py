@@ -7,6 +7,14 @@ one random evaluation point and a random other one. Per instance the draws (from
 posterior, or a control) give the rank of f*(x) at the point, the rank of f*'s data
 log-likelihood and whether f*(x) is in the central 90% interval; ``"main"`` uses the point's
 draws, ``"other_point"`` the other point's (a negative control).
+
+Region-excluding design (``excluded_from=c``, the outermost shell of an OOD task in small):
+the same draws with x₁ mapped to [c, 1] at the evaluation rows and to [0, c) at the training
+rows, so no training input lies in the region x₁ ≥ c that the evaluation rows (the random
+point and the other one included) fill; the posterior there is an extrapolation. With
+``excluded_from=None`` (the default) the instances are exactly those of the design above.
+``controls`` adds negative controls that reuse the posterior's draws (no new sampler run):
+each maps (draws, instance) to the draws checked at the point, e.g. :func:`shrunk`.
 """
 
 from __future__ import annotations
@@ -20,9 +28,14 @@ from postrisk.tasks.diagnostics import covered_central, loglik_rank
 
 
 def make_instance(sample: Callable[[np.ndarray, np.random.Generator], np.ndarray], seed: int,
-                  salt: int, d: int, n_train: int, n_eval: int) -> dict:
+                  salt: int, d: int, n_train: int, n_eval: int,
+                  excluded_from: float | None = None) -> dict:
     rng = np.random.default_rng([seed, salt])
     x = rng.uniform(size=(n_eval + n_train, d))
+    if excluded_from is not None:  # evaluation rows x₁ ∈ [c, 1], training rows x₁ ∈ [0, c)
+        c = float(excluded_from)
+        x[:n_eval, 0] = c + (1.0 - c) * x[:n_eval, 0]
+        x[n_eval:, 0] = c * x[n_eval:, 0]
     f = sample(x, rng)
     sd = 0.2 + 0.3 * x[n_eval:, 0]  # known heteroscedastic noise
     y = f[n_eval:] + sd * rng.standard_normal(n_train)
@@ -38,17 +51,37 @@ def _checks(draws: np.ndarray, inst: dict, point: int) -> tuple[int, int, bool]:
     return rank, ll, cov
 
 
+def shrunk(factor: float) -> Callable[[np.ndarray, dict], np.ndarray]:
+    """A control: the draws at the evaluation rows pulled towards their mean by ``factor``
+    (an over-confident posterior at the point; the training rows, hence the log-likelihood
+    rank, unchanged: only f(x)'s rank and coverage can see it)."""
+    def control(draws: np.ndarray, inst: dict) -> np.ndarray:
+        n_eval = inst["n_eval"]
+        out = np.array(draws, dtype=float)
+        mean = out[:, :n_eval].mean(axis=0)
+        out[:, :n_eval] = mean + factor * (out[:, :n_eval] - mean)
+        return out
+
+    return control
+
+
 def run_sbc(instance: Callable[[int], dict], draws_of: Callable[[dict], np.ndarray],
-            n_instances: int, n_draws: int) -> dict[str, CalibrationTest]:
-    """``calibration_test`` (α = 10⁻³) over ``n_instances`` instances, for ``"main"`` and
-    ``"other_point"``; ``draws_of(instance)`` gives (n_draws, n_eval + n_train) draws."""
-    out: dict[str, list] = {key: [] for key in ("main", "other_point")}
+            n_instances: int, n_draws: int,
+            controls: dict[str, Callable[[np.ndarray, dict], np.ndarray]] | None = None,
+            ) -> dict[str, CalibrationTest]:
+    """``calibration_test`` (α = 10⁻³) over ``n_instances`` instances, for ``"main"``,
+    ``"other_point"`` and each of ``controls`` (name → draws at the point from the draws and
+    the instance); ``draws_of(instance)`` gives (n_draws, n_eval + n_train) draws."""
+    controls = controls or {}
+    out: dict[str, list] = {key: [] for key in ("main", "other_point", *controls)}
     for seed in range(n_instances):
         inst = instance(seed)
         draws = draws_of(inst)
         out["main"].append(_checks(draws, inst, inst["point"]))
         out["other_point"].append(
             _checks(draws, inst, (inst["point"] + inst["other"]) % inst["n_eval"]))
+        for name, control in controls.items():
+            out[name].append(_checks(control(draws, inst), inst, inst["point"]))
     results = {}
     for key, rows in out.items():
         ranks, lls, covs = (np.array(v) for v in zip(*rows, strict=True))

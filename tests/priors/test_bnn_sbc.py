@@ -13,6 +13,15 @@ f*'s data log-likelihood, 90% coverage
 Negative controls that must fail: conditioning with the noise variance doubled, as for the GP
 and HBART (on the first 100 instances: the log-likelihood rank has power to spare), draws of
 another evaluation point, prior draws used as the posterior.
+
+Region-excluding design (``excluded_from=0.6`` of :func:`tests.priors.sbc_helpers.make_instance`,
+80 instances, same settings): training rows x < 0.6, the evaluation rows and the test point
+x ≥ 0.6, where the posterior extrapolates (the outermost shell of an OOD task, in small).
+Controls with power there, both without a sampler run of their own: another evaluation
+point's draws, and the posterior's own draws at the evaluation rows pulled towards their mean
+by 0.5 (an over-confident extrapolation); both fail through f*(x)'s rank and coverage at the
+point. The noise and prior controls fail there only through the log-likelihood at the
+training rows (tests/priors/test_gp_sbc.py), which the design above already tests.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ import numpy as np
 import pytest
 
 from postrisk.priors.bnn.prior import BayesianNeuralNetworkPrior
-from tests.priors.sbc_helpers import make_instance, run_sbc
+from tests.priors.sbc_helpers import make_instance, run_sbc, shrunk
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +41,8 @@ SETTINGS = {"chains": 2, "warmup": 100, "samples": 50, "target_accept": 0.9,
             "max_tree_depth": 10}
 THIN = 2
 N_DRAWS = SETTINGS["chains"] * SETTINGS["samples"] // THIN
+N_EXCLUDED, EXCLUDED_FROM, SHRINK = 80, 0.6, 0.5  # the region-excluding design
+ALPHA = 1e-3
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +54,14 @@ def params() -> dict:
 
 
 def _sbc(params: dict, n_instances: int = N_INSTANCES, noise_var_factor: float = 1.0,
-         prior: bool = False) -> dict:
+         prior: bool = False, excluded_from: float | None = None,
+         controls: dict | None = None) -> dict:
     fam = BayesianNeuralNetworkPrior()
+    salt = 2025 if excluded_from is None else 2027
 
     def instance(seed):
-        return make_instance(lambda x, rng: fam.sample(params, x, rng), seed, 2025, D,
-                             N_TRAIN, N_EVAL)
+        return make_instance(lambda x, rng: fam.sample(params, x, rng), seed, salt, D,
+                             N_TRAIN, N_EVAL, excluded_from=excluded_from)
 
     def draws_of(inst):
         x, rng = inst["x"], inst["rng"]
@@ -60,7 +73,7 @@ def _sbc(params: dict, n_instances: int = N_INSTANCES, noise_var_factor: float =
         draws = res.draws.reshape(SETTINGS["chains"], SETTINGS["samples"], -1)[:, ::THIN]
         return draws.reshape(N_DRAWS, -1)
 
-    return run_sbc(instance, draws_of, n_instances, N_DRAWS)
+    return run_sbc(instance, draws_of, n_instances, N_DRAWS, controls)
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +104,28 @@ def test_control_prior_as_posterior_fails(params):
     result = _sbc(params, prior=True)["main"]
     print(result)
     assert not result.passed, result
+
+
+@pytest.fixture(scope="module")
+def excluded(params):
+    return _sbc(params, n_instances=N_EXCLUDED, excluded_from=EXCLUDED_FROM,
+                controls={"shrunk": shrunk(SHRINK)})
+
+
+def test_posterior_is_calibrated_in_the_excluded_region(excluded):
+    result = excluded["main"]
+    print(result)
+    assert result.n == N_EXCLUDED
+    assert result.passed, result
+
+
+def test_excluded_region_control_other_point_fails(excluded):
+    result = excluded["other_point"]
+    print(result)
+    assert min(result.rank_pvalues["f_at_x"], result.coverage_pvalue) < ALPHA, result
+
+
+def test_excluded_region_control_overconfident_extrapolation_fails(excluded):
+    result = excluded["shrunk"]
+    print(result)
+    assert result.coverage90 < 0.9 and result.coverage_pvalue < ALPHA, result
