@@ -23,7 +23,7 @@ from postrisk.priors.base import get_prior
 from postrisk.tasks.coverage import select_training
 from postrisk.tasks.diagnostics import instance_point_checks, loglik_rank
 from postrisk.tasks.key import TaskKey
-from postrisk.tasks.noise import fit_noise_model
+from postrisk.tasks.noise import NOISE_STRENGTH, fit_noise_model
 from postrisk.tasks.store import TASK_SCHEMA_VERSION
 
 __all__ = ["TaskKey", "build_sample", "build_task"]
@@ -32,11 +32,14 @@ logger = logging.getLogger(__name__)
 
 
 def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
-                 config_digest: str = "") -> xr.Dataset:
+                 config_digest: str = "", noise_strength: float = NOISE_STRENGTH) -> xr.Dataset:
     """Training inputs by scenario, f* jointly at the evaluation and training rows, noisy y.
 
     ``config_digest``: digest of the config sections that determine the sample (the sizes and
     the prior's prior settings, :func:`postrisk.tasks.key.config_digest`).
+    ``noise_strength``: the strength ``s`` of the noise mode (:func:`~postrisk.tasks.noise.
+    fit_noise_model`); the pipeline keeps the default ``NOISE_STRENGTH``, and
+    ``benchmarks/noise_baseline.py`` varies it. It changes only the noise variances and y.
     """
     start = time.perf_counter()
     spec = get_dataset(key.dataset)
@@ -47,7 +50,8 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     positions = select_training(cov.shell[candidate_index], n, key.coverage, rng["training"])
     train_index = candidate_index[positions]
     pool_scores = score[eval_index]
-    noise = fit_noise_model(key.noise, pool_scores, spec.noise_to_signal)
+    noise = fit_noise_model(key.noise, pool_scores, spec.noise_to_signal,
+                            strength=noise_strength)
     noise_var_eval = noise.variance(score[eval_index], pool_scores)
     noise_var_train = noise.variance(score[train_index], pool_scores)
     prior = get_prior(key.prior)
