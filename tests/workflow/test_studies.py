@@ -94,14 +94,22 @@ def test_the_paper_config_plans_the_warmup_check_with_resources():
     assert "results/studies/index.html" in planner.study_files()
 
 
-def test_a_config_without_study_datasets_in_its_grid_plans_no_study():
-    planner = Planner(load_config(REPO / "config.yaml", REPO / "presets" / "demo.yaml"))
+def test_a_config_without_study_datasets_in_its_grid_plans_no_study(tmp_path):
+    # the smoke grid has no HBART instance: a warm-up study of HBART on Concrete plans nothing
+    config = tmp_path / "hbart_study_without_hbart.yaml"
+    config.write_text(yaml.safe_dump({"priors": ["gp"], "studies": {"warmup_check": {
+        "prior": "hbart", "datasets": ["concrete"], "factors": [4]}}}))
+    planner = Planner(load_config(REPO / "config.yaml", SMOKE, config))
     assert planner.studies() == [] and planner.study_files() == []
+    assert not planner.rule("warmup_check").jobs
+
+
+def test_the_studies_preset_reuses_the_demos_instances():
+    demo = Planner(load_config(REPO / "config.yaml", REPO / "presets" / "demo.yaml"))
     studies = Planner(load_config(REPO / "config.yaml", REPO / "presets" / "demo.yaml",
                                   REPO / "presets" / "studies.yaml"))
-    assert studies.studies() == ["warmup_check"]
-    # the studies preset reuses the demo's instances: same task stores, same posterior jobs
-    demo = Planner(load_config(REPO / "config.yaml", REPO / "presets" / "demo.yaml"))
+    assert studies.studies()
+    # same task stores, same posterior jobs: `make studies` rebuilds none of the demo's stores
     assert studies.task_stores() == demo.task_stores()
     assert [j.payload for r in studies.stage_rules("posterior") for j in r.jobs.values()] == \
         [j.payload for r in demo.stage_rules("posterior") for j in r.jobs.values()]
