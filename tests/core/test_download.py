@@ -118,3 +118,17 @@ def test_invalid_url_is_no_checksum_error(tmp_path):
     with pytest.raises(DownloadError) as err:
         fetch_file("no-scheme/data.bin", tmp_path / "data.bin", SHA256, retries=1)
     assert not isinstance(err.value, DownloadChecksumError)
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664)], ids=["022", "002"])
+def test_downloaded_file_keeps_the_umask(tmp_path, umask, mode):
+    """pooch writes through a NamedTemporaryFile (0600); the file gets 0o666 & ~umask."""
+    path = tmp_path / "out" / "data.bin"
+    old = os.umask(umask)
+    try:
+        with FakeSources() as server:
+            server.routes[ROUTE] = b"small"
+            fetch_file(server.url + ROUTE, path, None, retries=1, timeout_s=5)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == mode

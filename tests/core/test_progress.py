@@ -64,7 +64,7 @@ def test_plain_mode_slow_steps_log_every_interval(lines):
     steps = got[1:-1]
     assert [s.split(": ")[1].split(" ")[0] for s in steps] == [f"{k}/1000" for k in
                                                               range(3, 50, 3)]
-    assert got[-1] == "[x] slow: done, 50/1000 steps in 8:20 min"
+    assert got[-1] == "[x] slow: stopped at 50 of 1000 steps in 8:20 min"  # short of its total
 
 
 def test_unknown_total_resumed_count_and_failure(lines):
@@ -85,7 +85,7 @@ def test_unknown_total_resumed_count_and_failure(lines):
         "[x] open: done, 4 steps in 12.0 s",
         "[x] resumed: 10 steps, 4 done before",
         "[x] resumed: 5/10 (50%), 1.0 s, ~5.0 s left",
-        "[x] resumed: stopped after 5/10 steps in 1.0 s",
+        "[x] resumed: failed (RuntimeError) at 5 of 10 steps after 1.0 s",
     ]
 
 
@@ -107,3 +107,35 @@ def test_terminal_mode_drives_a_rich_bar_and_logs_no_step_lines(lines):
     assert "[x] bar" in screen and "4/4" in screen and "loss 3" in screen
     assert "[x] inner" in screen and "2/2" in screen
     assert lines() == ["[x] inner: done, 2/2 steps in 0.0 s", "[x] bar: done, 4/4 steps in 4.0 s"]
+
+
+def test_bytes_cut_off_half_way_are_not_done(lines):
+    """A transfer that ends short of its total (a file cut off, skipped) does not say "done"."""
+    clock = FakeClock()
+    with progress_steps(15_336_918, "[download] transfer", LOGGER, clock=clock,
+                        unit="bytes") as progress:
+        clock.now += 2.0
+        progress.advance(4_287_935)
+    got = lines()
+    assert got[0] == "[download] transfer: 15,336,918 bytes"
+    assert got[1] == "[download] transfer: 4,287,935/15,336,918 bytes (28%), 2.0 s, ~5.2 s left"
+    assert got[-1] == "[download] transfer: stopped at 4,287,935 of 15,336,918 bytes in 2.0 s"
+    assert not any("done" in line for line in got)
+
+
+def test_interrupt_and_early_break_say_what_happened(lines):
+    clock = FakeClock()
+    with pytest.raises(KeyboardInterrupt):
+        with progress_steps(10_000, "[x] bytes", LOGGER, clock=clock, unit="bytes") as progress:
+            clock.now += 1.5
+            progress.advance(2_500)
+            raise KeyboardInterrupt
+    for i in track(range(10), "[x] loop", LOGGER, clock=clock):
+        if i == 3:
+            break  # leaving a track() loop early is no failure
+    with progress_steps(None, "[x] open", LOGGER, clock=clock) as progress:
+        progress.advance(7)
+    finals = [line for line in lines() if " at " in line or " in " in line]
+    assert finals == ["[x] bytes: interrupted (Ctrl-C) at 2,500 of 10,000 bytes after 1.5 s",
+                      "[x] loop: stopped at 3 of 10 steps in 0.0 s",
+                      "[x] open: done, 7 steps in 0.0 s"]

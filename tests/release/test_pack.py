@@ -2,7 +2,6 @@
 
 import json
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,8 +9,6 @@ import pytest
 
 import postrisk
 from postrisk.core.download import file_sha256
-from postrisk.core.io import write_zarr_atomic
-from postrisk.grid.paths import path as path_of
 from postrisk.release import MANIFEST
 from postrisk.release.download import (
     STAGING,
@@ -20,71 +17,10 @@ from postrisk.release.download import (
     download_release,
 )
 from postrisk.release.load import ReleaseError
-from postrisk.release.pack import (
-    ReleaseInstance,
-    ReleaseTooLarge,
-    build_release,
-    group_sha256,
-    release_instances,
-)
-from postrisk.tasks.key import TaskKey
+from postrisk.release.pack import ReleaseTooLarge, group_sha256, release_instances
 from postrisk.tasks.store import StoreValidationError, validate_store
 from tests.http_fixture import FakeSources, serve_files
-from tests.task_helpers import gp_task
-
-KEYS = [TaskKey("concrete", "gp", "bump", "balanced", 0),
-        TaskKey("concrete", "gp", "bump", "ood", 0),
-        TaskKey("concrete", "bnn", "bump", "balanced", 0),
-        TaskKey("airfoil", "gp", "bump", "balanced", 0)]
-DROPPED = TaskKey("concrete", "gp", "bump", "balanced", 1)
-
-
-def _store(root: Path, key: TaskKey) -> Path:
-    path = Path(path_of("task", str(root), **vars(key)))
-    task = gp_task(n=30, m=20, seed=7 + 11 * KEYS.index(key) if key in KEYS else 99,
-                   key=vars(key))
-    write_zarr_atomic(task.ds, path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def stores(tmp_path_factory):
-    """Task stores of four instances (and one dropped), a covariate store per dataset (a small
-    Zarr group) and prior files."""
-    root = tmp_path_factory.mktemp("results")
-    tasks = {key: _store(root, key) for key in [*KEYS, DROPPED]}
-    covariates, priors = {}, {}
-    for dataset in ("concrete", "airfoil"):
-        covariates[dataset] = root / "covariates" / f"{dataset}.zarr"
-        write_zarr_atomic(gp_task(n=10, m=5).ds[["x_train"]], covariates[dataset])
-        for prior in ("gp", "bnn"):
-            priors[(dataset, prior)] = root / "priors" / dataset / f"{prior}.json"
-            priors[(dataset, prior)].parent.mkdir(parents=True, exist_ok=True)
-            priors[(dataset, prior)].write_text(json.dumps({"a": 1.5, "prior": prior}))
-    return root, tasks, covariates, priors
-
-
-def _release(stores, out, **kw):
-    root, tasks, covariates, priors = stores
-    offered = [ReleaseInstance(k, tasks[k]) for k in KEYS]
-    offered.append(ReleaseInstance(DROPPED, tasks[DROPPED], False, "seed 1 is not valid"))
-    card = out.parent / "DATA_CARD.md"
-    card.write_text("card\n")
-    return build_release(offered, covariates, priors, out, documents=[card], scale="smoke",
-                         config_digest="abc", **kw)
-
-
-@pytest.fixture(scope="module")
-def release(stores, tmp_path_factory):
-    out = tmp_path_factory.mktemp("pack") / "release"
-    return out, _release(stores, out)
-
-
-def _same_arrays(packed, plain):
-    assert set(plain.ds.variables) - set(packed.ds.variables) == {"posterior_draws_train"}
-    for name in packed.ds.variables:
-        np.testing.assert_array_equal(packed.ds[name].values, plain.ds[name].values,
-                                      err_msg=name)
+from tests.release.release_helpers import DROPPED, KEYS, build, same_arrays
 
 
 def test_manifest_lists_files_instances_and_the_dropped(release):
@@ -116,7 +52,7 @@ def test_manifest_lists_files_instances_and_the_dropped(release):
 
 def test_packing_is_deterministic(stores, release, tmp_path):
     out, manifest = release
-    again = _release(stores, tmp_path / "again")
+    again = build(stores, tmp_path / "again")
     assert [(f["name"], f["sha256"]) for f in again["files"]] == \
         [(f["name"], f["sha256"]) for f in manifest["files"]]
 
@@ -127,9 +63,9 @@ def test_packed_and_plain_stores_load_the_same_arrays(stores, release):
     for key in KEYS:
         file = out / f"{key.dataset}_{key.prior}.zip"
         packed = postrisk.load_task(f"{file}/{key.noise}/{key.coverage}/{key.seed}")
-        _same_arrays(packed, postrisk.load_task(tasks[key]))
+        same_arrays(packed, postrisk.load_task(tasks[key]))
         by_key = postrisk.load_task(key.label, root=out, verify=True)
-        _same_arrays(by_key, postrisk.Task.load(tasks[key]))
+        same_arrays(by_key, postrisk.Task.load(tasks[key]))
         oracle = by_key.oracle
         np.testing.assert_array_equal(oracle.posterior_var, by_key.ds["posterior_var"].values)
         assert oracle.posterior_draws.shape == (4, 20) and by_key.x_train.shape == (30, 2)
@@ -171,7 +107,10 @@ def test_list_and_lookup(stores, release):
     results = stores[0]
     stores_listed = postrisk.list_tasks(results, seed=[1])
     assert [(e.label, e.source) for e in stores_listed] == [(DROPPED.label, "store")]
-    with pytest.raises(LookupError, match="postrisk download --dataset concrete --prior hbart"):
+    # a valid prior the release does not hold: no download hint (downloading cannot get it)
+    with pytest.raises(LookupError, match="^task concrete/hbart/bump/balanced/0 is not under "
+                                          ".*: the release there holds no such task; it holds "
+                                          "priors bnn, gp for concrete$"):
         postrisk.load_task("concrete/hbart/bump/balanced/0", root=out)
     with pytest.raises(ValueError, match="not an instance key"):
         postrisk.load_task("concrete/gp/bump", root=out)
@@ -184,10 +123,10 @@ def test_list_and_lookup(stores, release):
 def test_size_and_file_limits_refuse_and_leave_nothing(stores, tmp_path):
     out = tmp_path / "big"
     with pytest.raises(ReleaseTooLarge, match="over the limit of 1,000 .*release.max_bytes"):
-        _release(stores, out, max_bytes=1000)
+        build(stores, out, max_bytes=1000)
     assert not list(out.iterdir())
     with pytest.raises(ReleaseTooLarge, match="7 files, over the limit of 5"):
-        _release(stores, tmp_path / "many", max_files=5)
+        build(stores, tmp_path / "many", max_files=5)
 
 
 def test_release_instances_reason_from_the_checks_table(tmp_path):
@@ -219,7 +158,7 @@ def test_download_verify_skip_and_load(release, stores, tmp_path):
         assert sum(server.hits.values()) == hits + 1  # the manifest only
     assert not (dest / STAGING).exists()
     for key in KEYS:
-        _same_arrays(postrisk.load_task(key.label, root=dest, verify=True),
+        same_arrays(postrisk.load_task(key.label, root=dest, verify=True),
                      postrisk.Task.load(stores[1][key]))
 
 
@@ -270,7 +209,11 @@ def test_download_cut_off_half_way_recovers(release, tmp_path):
         with pytest.raises(ReleaseDownloadFailed, match="concrete_bnn.zip"):
             download_release(url, tmp_path / "b", retries=1)  # cut off, no retry left
         assert not (tmp_path / "b" / "concrete_bnn.zip").exists()
-        (tmp_path / "b" / STAGING / "tmpleftover").write_bytes(b"half")  # a killed run's
+        assert not (tmp_path / "b" / STAGING).exists()  # the failed run cleared its own
+        killed = tmp_path / "b" / STAGING / "12345-abcdefgh"  # a killed run's staging folder
+        killed.mkdir(parents=True)
+        (killed / "tmpleftover").write_bytes(b"half")
+        (tmp_path / "b" / STAGING / "tmpolder").write_bytes(b"half")  # an older postrisk's
         report = download_release(url, tmp_path / "b", retries=1)  # restarts cleanly
         assert report.downloaded == ["concrete_bnn.zip"]
     assert file_sha256(tmp_path / "b" / "concrete_bnn.zip") == \

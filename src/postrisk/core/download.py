@@ -16,6 +16,10 @@ staging folder of its own for that reason).
 
 pooch's own log lines (the download, each retry) go to this module's logger.
 
+Permissions: pooch writes through a ``NamedTemporaryFile`` (mode 0600); the file at ``path``
+gets the mode a file the user creates gets, ``0o666 & ~umask`` (:func:`file_mode`: 0644 under
+the usual umask 022, 0664 under 002, the umask of a group's shared data folder).
+
 Progress: ``progress`` is a :class:`postrisk.core.progress.Progress` counting bytes; the
 transfer advances it by the bytes written to disk, chunk by chunk, each byte of the file once
 over all attempts (a file adds its size on disk, however the server sends it).
@@ -24,6 +28,7 @@ over all attempts (a file adds its size on disk, however the server sends it).
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +155,8 @@ def fetch_file(url: str, path: str | Path, known_hash: str | None = None, *, ret
     """Download ``url`` to ``path`` and check ``known_hash`` (``"sha256:<hex>"``,
     ``"md5:<hex>"`` or None for no check); return ``path``.
 
-    ``retries``: attempts in all (≥ 1). An existing file at ``path`` is replaced. Raises
+    ``retries``: attempts in all (≥ 1). An existing file at ``path`` is replaced; the new one
+    has the mode of :func:`file_mode` (the umask's). Raises
     :class:`DownloadChecksumError` when the bytes never matched the hash (nothing is kept),
     :class:`HTTPClientError` on a 4xx answer, :class:`DownloadError` otherwise.
     """
@@ -178,7 +184,28 @@ def fetch_file(url: str, path: str | Path, known_hash: str | None = None, *, ret
     except OSError as err:
         raise DownloadError(f"{url} could not be downloaded after {retries} attempt(s): "
                             f"{_reason(err)}") from err
+    os.chmod(path, file_mode())  # pooch's temporary file was 0600
     return path
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``/proc``), else
+    set and restored at once."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode of a new file under the current umask: ``0o666 & ~umask``."""
+    return 0o666 & ~_umask()
 
 
 def _reason(err: BaseException) -> str:

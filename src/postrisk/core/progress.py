@@ -12,6 +12,13 @@ A long loop reports through :func:`progress_steps` (or :func:`track`, its iterab
   since the last line (an unknown total: by time only); always a final line with the elapsed
   time.
 
+The final line says how the loop ended: ``done, 3/3 steps in 6.0 s`` when it reached its total
+(or had none); ``stopped at 4,287,935 of 15,336,918 bytes in 2.0 s`` when it left the block
+short of its total (a ``break``, a transfer that failed and was skipped); ``interrupted
+(Ctrl-C) at …`` or ``failed (RuntimeError) at …`` when an exception left it. ``unit`` names
+what is counted (``"steps"``; another unit, e.g. ``"bytes"``, prints its counts with
+thousands separators and the unit in every line).
+
 The lines go through :mod:`logging`, wherever :mod:`postrisk.core.logs` sends them.
 
 This module imports only the standard library (``rich`` lazily, on a terminal).
@@ -92,9 +99,11 @@ class Progress:
 
     def __init__(self, total: int | None, description: str, logger: logging.Logger | str, *,
                  interval_s: float = DEFAULT_INTERVAL_S, completed: int = 0,
-                 console: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 console: Any = None, clock: Callable[[], float] = time.monotonic,
+                 unit: str = "steps") -> None:
         self.total = None if total is None else max(0, int(total))
         self.description = description
+        self.unit = unit
         self.logger = logging.getLogger(logger) if isinstance(logger, str) else logger
         self.interval_s = float(interval_s)
         self.completed = self._initial = int(completed)
@@ -109,13 +118,19 @@ class Progress:
         if terminal:
             self._open_bar(console)
         else:
-            of = "started" if self.total is None else \
-                f"{self.total} step{'' if self.total == 1 else 's'}"
+            of = "started" if self.total is None else f"{self._n(self.total)} {self._units()}"
             if self.completed:
-                of += f", {self.completed} done before"
+                of += f", {self._n(self.completed)} done before"
             self.logger.info("%s: %s", description, of)
 
     # -- plain mode ---------------------------------------------------------------------------
+    def _n(self, count: int) -> str:
+        """A count as the lines print it (steps plainly, other units with separators)."""
+        return str(count) if self.unit == "steps" else f"{count:,}"
+
+    def _units(self) -> str:
+        return self.unit[:-1] if self.unit == "steps" and self.total == 1 else self.unit
+
     def _tenth_after(self, done: int) -> int | None:
         """The next multiple of total/10 (in steps) above ``done``."""
         if not self.total:
@@ -130,10 +145,11 @@ class Progress:
             eta = ""
             if 0 < done and self.completed < self.total:
                 eta = f", ~{_seconds(elapsed / done * (self.total - self.completed))} left"
-            head = (f"{self.completed}/{self.total} ({100 * self.completed / self.total:.0f}%), "
-                    f"{_seconds(elapsed)}{eta}")
+            unit = "" if self.unit == "steps" else f" {self.unit}"
+            head = (f"{self._n(self.completed)}/{self._n(self.total)}{unit} "
+                    f"({100 * self.completed / self.total:.0f}%), {_seconds(elapsed)}{eta}")
         else:
-            head = f"{self.completed} steps, {_seconds(elapsed)}"
+            head = f"{self._n(self.completed)} {self.unit}, {_seconds(elapsed)}"
         return f"{self.description}: {head}" + (f" — {self.message}" if self.message else "")
 
     # -- terminal mode ------------------------------------------------------------------------
@@ -192,38 +208,54 @@ class Progress:
     def elapsed(self) -> float:
         return self._clock() - self._start
 
-    def close(self, failed: bool = False) -> None:
-        """The final line: steps done and the elapsed time (called on leaving the block)."""
+    def close(self, failed: bool = False, error: BaseException | None = None) -> None:
+        """The final line (called on leaving the block): how the loop ended (the module
+        docstring), the steps done and the elapsed time. ``failed``/``error``: an exception
+        ended it (``error``, when given, is named: a ``KeyboardInterrupt`` reads "interrupted
+        (Ctrl-C)")."""
         if self._closed:
             return
         self._closed = True
         self._close_bar()
-        of = f"{self.completed}/{self.total}" if self.total is not None else f"{self.completed}"
-        how = "stopped after" if failed else "done,"
-        self.logger.info("%s: %s %s steps in %s", self.description, how, of,
-                         _seconds(self.elapsed))
+        done, total, unit = self._n(self.completed), self.total, self.unit
+        took = _seconds(self.elapsed)
+        if failed or error is not None:
+            what = ("interrupted (Ctrl-C)" if isinstance(error, KeyboardInterrupt) else
+                    "failed" if error is None else f"failed ({type(error).__name__})")
+            at = f"{done} {unit}" if total is None else f"{done} of {self._n(total)} {unit}"
+            line = f"{what} at {at} after {took}"
+        elif total is None or self.completed >= total:
+            line = f"done, {done}{'' if total is None else '/' + self._n(total)} {unit} in {took}"
+        else:
+            line = f"stopped at {done} of {self._n(total)} {unit} in {took}"
+        self.logger.info("%s: %s", self.description, line)
 
     def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.close(failed=exc_type is not None)
+        if exc_type is GeneratorExit:  # a loop over track() left early: no failure
+            self.close()
+        else:
+            self.close(failed=exc_type is not None, error=exc)
 
 
 def progress_steps(total: int | None, description: str, logger: logging.Logger | str, *,
                    interval_s: float = DEFAULT_INTERVAL_S, completed: int = 0,
                    console: Any = None,
-                   clock: Callable[[], float] = time.monotonic) -> Progress:
+                   clock: Callable[[], float] = time.monotonic,
+                   unit: str = "steps") -> Progress:
     """A loop's progress reporter (see the module docstring): ``with progress_steps(n, "[x]
     fit", logger) as p: ... p.advance(message=...)``.
 
     ``total``: the number of steps (``None``: unknown); ``completed``: steps already done
-    before (a resumed loop); ``description``: the lines' prefix (the bar's label). ``console``
+    before (a resumed loop); ``description``: the lines' prefix (the bar's label); ``unit``:
+    what a step is (``"bytes"``: counts with thousands separators). ``console``
     (a ``rich.console.Console``) replaces the terminal check and the display's console (tests);
     ``clock``: seconds, monotonic (tests pass a fake one).
     """
     return Progress(total, description, logger, interval_s=interval_s, completed=completed,
-                    console=console, clock=clock)
+                    console=console, clock=clock, unit=unit)
 
 
 def track(iterable: Iterable[T], description: str, logger: logging.Logger | str, *,

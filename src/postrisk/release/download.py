@@ -5,19 +5,29 @@ priors) is fetched from ``<base_url>/<name>`` with pooch (:func:`postrisk.core.d
 fetch_file`) and its sha256 checked against the manifest. A file already here with the right
 sha256 is skipped; one with another sha256 is deleted (and said so) and fetched again. A
 download whose bytes do not match is deleted — nothing corrupt is ever kept — and reported; the
-other files go on. Files download into ``<dest>/.download/`` and move into place only once
+other files go on. The manifest moves into place last, when every selected file is verified.
+
+One download at a time per destination: a run holds the lock ``<dest>/.download.lock``
+(``filelock``; released when the process ends, however it ends) from start to end. A second run
+into the same folder (array jobs sharing a data folder) logs that it waits, and once the first
+is done finds its files valid and skips them: both succeed. Each run stages its files in a
+folder of its own, ``<dest>/.download/<pid>-<random>/``, and moves each into place only once
 verified, so a download cut off (or a process killed) half-way leaves nothing that looks
-finished; the next run clears that folder and starts those files afresh (pooch cannot resume a
-transfer). The manifest moves into place last, when every selected file is verified.
+finished; whatever is left in ``<dest>/.download/`` when a run takes the lock belongs to a run
+that has ended, and is cleared (pooch cannot resume a transfer: an interrupted file starts
+afresh). An interrupted run (Ctrl-C) says what it kept and that running the same command again
+resumes: valid files are skipped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +36,7 @@ from postrisk.core.download import (
     DownloadChecksumError,
     DownloadError,
     fetch_file,
+    file_mode,
     file_sha256,
 )
 from postrisk.core.progress import progress_steps
@@ -34,8 +45,11 @@ from postrisk.release.load import ReleaseError, read_manifest
 
 logger = logging.getLogger(__name__)
 
-#: Where a download stages its files inside the destination.
+#: Where downloads stage their files inside the destination (a folder per run).
 STAGING = ".download"
+#: The lock a download holds on its destination (postrisk never deletes it: a waiting run may
+#: hold it open).
+LOCK = ".download.lock"
 
 
 class ReleaseURLMissing(ValueError):
@@ -111,6 +125,43 @@ def _valid_here(path: Path, entry: dict) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def destination_lock(dest: Path) -> Iterator[None]:
+    """Hold ``<dest>/.download.lock`` (see the module docstring); while another process holds
+    it, log that this one waits, then wait."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(dest / LOCK), mode=file_mode() | 0o600)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        logger.info("[download] waiting for another download into %s to finish (it holds %s) "
+                    "…", dest, dest / LOCK)
+        t0 = time.perf_counter()
+        lock.acquire()
+        logger.info("[download] the other download into %s ended after %.1f s; going on "
+                    "(what it verified is skipped)", dest, time.perf_counter() - t0)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _own_staging(dest: Path) -> Path:
+    """A fresh staging folder for this run, under the lock: leftovers of ended runs (killed
+    ones) are cleared first."""
+    root = dest / STAGING
+    if root.is_dir():
+        for left in list(root.iterdir()):
+            logger.info("[download] clearing %s (left by an interrupted download)", left)
+            if left.is_dir() and not left.is_symlink():
+                shutil.rmtree(left, ignore_errors=True)
+            else:
+                left.unlink(missing_ok=True)
+    root.mkdir(exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+
+
 def download_release(base_url: str | None, dest: str | Path, *,
                      datasets: str | Iterable[str] | None = None,
                      priors: str | Iterable[str] | None = None, retries: int = 3,
@@ -118,18 +169,38 @@ def download_release(base_url: str | None, dest: str | Path, *,
     """Download the release at ``base_url`` (its files at ``<base_url>/<name>``) into
     ``dest``, all of it or the files of ``datasets`` and ``priors``; see the module docstring.
     Raises :class:`ReleaseDownloadFailed` naming every file that failed (the others are kept,
-    verified)."""
+    verified). Waits while another download into ``dest`` runs."""
     if not base_url:
         raise ReleaseURLMissing(
             "no release URL: pass --url <base URL> (the folder holding manifest.json), or set "
             "release.base_url in config.yaml or a --configfile")
-    base = base_url.rstrip("/") + "/"
     dest = Path(dest)
-    staging = dest / STAGING
-    if staging.exists():
-        shutil.rmtree(staging)  # leftovers of an interrupted download: start those afresh
-    staging.mkdir(parents=True)
+    dest.mkdir(parents=True, exist_ok=True)
     report = DownloadReport(dest)
+    try:
+        with destination_lock(dest):
+            staging = _own_staging(dest)
+            try:
+                _download(base_url.rstrip("/") + "/", dest, staging, report, datasets, priors,
+                          retries, timeout_s)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    (dest / STAGING).rmdir()  # when no other run's is there
+    except KeyboardInterrupt:
+        kept = (f"{len(report.downloaded)} file(s) downloaded and verified are kept in {dest}, "
+                "the file being fetched was discarded" if report.downloaded else
+                "no file was downloaded yet")
+        logger.warning("[download] interrupted (Ctrl-C): %s; run the same command again to "
+                       "resume (files already there and valid are skipped)", kept)
+        raise
+    return report
+
+
+def _download(base: str, dest: Path, staging: Path, report: DownloadReport,
+              datasets: str | Iterable[str] | None, priors: str | Iterable[str] | None,
+              retries: int, timeout_s: float) -> None:
+    """The download proper (:func:`download_release`), under the destination's lock."""
     t0 = time.perf_counter()
     fetch_file(base + MANIFEST, staging / MANIFEST, None, retries=retries, timeout_s=timeout_s)
     manifest = read_manifest(staging)
@@ -143,7 +214,8 @@ def download_release(base_url: str | None, dest: str | Path, *,
     logger.info("[download] %s: %d file(s) selected, %d already here and valid, %d to fetch "
                 "(%s bytes)", base, len(files), len(report.skipped), len(todo),
                 f"{sum(e['bytes'] for e in todo):,}")
-    with progress_steps(sum(e["bytes"] for e in todo), "[download] bytes", logger) as progress:
+    with progress_steps(sum(e["bytes"] for e in todo), "[download] transfer", logger,
+                        unit="bytes") as progress:
         for entry in todo:
             name = entry["name"]
             try:
@@ -170,11 +242,9 @@ def download_release(base_url: str | None, dest: str | Path, *,
             "retry them (valid files are skipped): " +
             "; ".join(f"{name}: {why}" for name, why in report.failed.items()))
     os.replace(staging / MANIFEST, dest / MANIFEST)
-    shutil.rmtree(staging, ignore_errors=True)
     logger.info("[download] %d downloaded (%s bytes in %.1f s), %d skipped; release in %s",
                 len(report.downloaded), f"{report.bytes_downloaded:,}", report.seconds,
                 len(report.skipped), dest)
-    return report
 
 
 def download_configured(settings: Mapping[str, Any]) -> DownloadReport:

@@ -15,11 +15,14 @@ the packaged default configuration's ``release.download_dir`` (``resources/relea
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import os
+import shlex
+import zipfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from postrisk.grid.paths import TEMPLATES
@@ -36,7 +39,7 @@ FILTERS = KEY_COLUMNS
 
 class ReleaseError(ValueError):
     """A release directory or packed file that cannot be read as one (bad manifest, missing
-    group, digest mismatch)."""
+    group, a damaged or incomplete file, digest mismatch); the message names what repairs it."""
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,14 @@ class TaskEntry:
         if self.source == "store":
             return Task.load(self.path)
         if verify:
-            digest, _ = group_sha256(self.path, self.group)
+            try:
+                digest, _ = group_sha256(self.path, self.group)
+            except (zipfile.BadZipFile, EOFError) as err:
+                raise corrupt_file_error(self.path, err) from err
             if digest != self.sha256:
-                raise ReleaseError(f"{self.path}/{self.group}: digest {digest} differs from the "
-                                   f"manifest's {self.sha256}; download the file again")
+                raise corrupt_file_error(
+                    self.path, f"instance {self.group}'s digest {digest[:12]}… differs from "
+                               f"the manifest's {self.sha256[:12]}…")
         return open_packed(self.path, self.group)
 
 
@@ -93,6 +100,58 @@ def configured_root(root: str | Path | None = None,
     return Path(download_settings(release)["download_dir"])
 
 
+def _release_url_configured() -> bool:
+    """Whether the configuration ``postrisk download`` reads (``./config.yaml``, else the
+    packaged defaults) sets ``release.base_url``, so the command needs no ``--url``."""
+    try:
+        from postrisk.grid.config import read_config
+
+        return bool((read_config().get("release") or {}).get("base_url"))
+    except (ValueError, OSError, KeyError):  # a broken config.yaml: say --url
+        return False
+
+
+def download_command(dest: str | Path, dataset: str | None = None,
+                     prior: str | None = None) -> str:
+    """The ``postrisk download`` command that fetches (``dataset``, ``prior``)'s files (None:
+    every file) into ``dest``; with ``--url <release URL>`` when no ``release.base_url`` is
+    configured (:func:`_release_url_configured`). Files already there and valid are skipped,
+    any other is fetched again."""
+    parts = ["postrisk download"]
+    if not _release_url_configured():
+        parts.append("--url <release URL>")
+    parts += [f"--dataset {shlex.quote(dataset)}"] if dataset else []
+    parts += [f"--prior {shlex.quote(prior)}"] if prior else []
+    parts.append(f"--dest {shlex.quote(str(dest))}")
+    return " ".join(parts)
+
+
+def _file_condition(path: Path) -> tuple[str | None, str | None]:
+    """The (dataset, prior) of a packed instance file: from the manifest beside it, else from
+    its name ``<dataset>_<prior>.zip``."""
+    if (path.parent / MANIFEST).is_file():
+        try:
+            for entry in read_manifest(path.parent)["files"]:
+                if entry["name"] == path.name:
+                    return entry.get("dataset"), entry.get("prior")
+        except (ValueError, KeyError, TypeError):  # a damaged manifest: the name says it
+            pass
+    dataset, sep, prior = path.stem.rpartition("_")
+    return (dataset, prior) if sep and dataset and prior else (None, None)
+
+
+def corrupt_file_error(path: str | Path, why: BaseException | str) -> ReleaseError:
+    """The error for a packed file that cannot be read or does not match its manifest (a
+    truncated or damaged download): it names the file and the download that repairs it (which
+    fetches again every file whose sha256 differs from the manifest's)."""
+    path = Path(path)
+    dataset, prior = _file_condition(path)
+    return ReleaseError(
+        f"{path} is damaged or incomplete ({why}); download it again: "
+        f"`{download_command(path.parent, dataset, prior)}` (it fetches again every file whose "
+        "sha256 differs from the manifest's)")
+
+
 def read_manifest(root: str | Path) -> dict:
     """A release directory's manifest, checked for its format and version."""
     path = Path(root) / MANIFEST
@@ -100,9 +159,10 @@ def read_manifest(root: str | Path) -> dict:
         manifest = json.loads(path.read_text())
     except FileNotFoundError:
         raise FileNotFoundError(f"no release manifest at {path}; download one with "
-                                "`postrisk download --url <release URL>`") from None
+                                f"`{download_command(path.parent)}`") from None
     except json.JSONDecodeError as err:
-        raise ReleaseError(f"{path} is not JSON ({err}); download it again") from err
+        raise ReleaseError(f"{path} is not JSON ({err}); download it again: "
+                           f"`{download_command(path.parent)}`") from err
     if manifest.get("format") != MANIFEST_FORMAT:
         raise ReleaseError(f"{path} is not a postrisk release manifest "
                            f"(format {manifest.get('format')!r})")
@@ -112,8 +172,18 @@ def read_manifest(root: str | Path) -> dict:
     return manifest
 
 
+def _close(store) -> None:
+    """Close a zarr ZipStore, which cannot be closed before it opened its zip (its ``close``
+    then raises AttributeError over the real error)."""
+    if getattr(store, "_is_open", False):
+        store.close()
+
+
 def open_packed(path: str | Path, group: str) -> Task:
-    """The task of instance ``group`` in the packed file ``path``, loaded and validated."""
+    """The task of instance ``group`` in the packed file ``path``, loaded and validated. A file
+    that is no zip (truncated, overwritten) or whose members fail their CRC is a
+    :class:`ReleaseError` naming the file and the download that repairs it
+    (:func:`corrupt_file_error`)."""
     import xarray as xr
     import zarr
 
@@ -127,20 +197,14 @@ def open_packed(path: str | Path, group: str) -> Task:
         except (FileNotFoundError, KeyError) as err:
             raise ReleaseError(f"{path} holds no instance {group!r} "
                                "(<noise>/<coverage>/<seed>)") from err
+        except (zipfile.BadZipFile, EOFError) as err:
+            raise corrupt_file_error(path, err) from err
     finally:
-        store.close()
+        _close(store)
     return Task(validate_store(ds, kind="task"))
 
 
-def _matches(key: TaskKey, filters: dict) -> bool:
-    for name, wanted in filters.items():
-        if wanted is None:
-            continue
-        values = {wanted} if isinstance(wanted, str | int) else set(wanted)
-        if getattr(key, name) not in ({int(v) for v in values} if name == "seed" else values):
-            return False
-    return True
-
+# -- looking tasks up -------------------------------------------------------------------------
 
 def _store_key(store: Path, tasks_dir: Path) -> TaskKey | None:
     parts = store.relative_to(tasks_dir).with_suffix("").parts
@@ -148,6 +212,149 @@ def _store_key(store: Path, tasks_dir: Path) -> TaskKey | None:
         return TaskKey.parse("/".join(parts))
     except ValueError:
         return None
+
+
+#: The key fields that are names (the seed is a number).
+NAME_FIELDS = KEY_COLUMNS[:-1]
+_NAME = {"dataset": "dataset", "prior": "prior", "noise": "noise mode", "coverage": "coverage",
+         "seed": "seed"}
+_PLURAL = {field: f"{name}s" for field, name in _NAME.items()}
+
+
+@functools.cache
+def _vocabulary(field: str) -> tuple[str, ...]:
+    """The names postrisk knows for a key field (the task datasets of the registry, the
+    grid's priors, noise modes and coverages)."""
+    if field == "dataset":
+        from postrisk.covariates.registry import task_datasets
+
+        return tuple(task_datasets())
+    from postrisk.grid import vocabulary
+
+    return {"prior": vocabulary.PRIORS, "noise": vocabulary.NOISE_MODES,
+            "coverage": vocabulary.COVERAGES}[field]
+
+
+def _known_name(field: str, value) -> bool:
+    """Whether ``value`` is a name postrisk knows for ``field`` (a seed: an integer ≥ 0)."""
+    if field == "seed":
+        return _as_seed(value) is not None
+    return value in _vocabulary(field)
+
+
+def _as_seed(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        seed = int(value)
+    except (TypeError, ValueError):
+        return None
+    return seed if seed >= 0 and str(seed) == str(value).strip() else None
+
+
+@dataclass
+class _Here:
+    """What a root holds: the available tasks, and the keys its release manifest names."""
+
+    root: Path
+    entries: dict[TaskKey, TaskEntry]
+    released: dict[TaskKey, dict]  # the manifest's instances, file here or not
+    not_shipped: dict[TaskKey, str]  # the manifest's instances not shipped: why
+    manifest: bool
+
+    def keys(self) -> set[TaskKey]:
+        """Every key named here (available, released or not shipped)."""
+        return self.held() | set(self.not_shipped)
+
+    def held(self) -> set[TaskKey]:
+        """The keys available here or released (downloaded or not)."""
+        return set(self.entries) | set(self.released)
+
+    def names(self, field: str) -> set:
+        return {getattr(k, field) for k in self.keys()}
+
+
+def _scan(root: Path) -> _Here:
+    entries: dict[TaskKey, TaskEntry] = {}
+    released: dict[TaskKey, dict] = {}
+    not_shipped: dict[TaskKey, str] = {}
+    manifest = (root / MANIFEST).exists()
+    if manifest:
+        content = read_manifest(root)
+        for inst in content["instances"]:
+            key = TaskKey.parse(inst["key"])
+            released[key] = inst
+            path = root / inst["file"]
+            if path.is_file():
+                entries.setdefault(key, TaskEntry(key, "release", path, inst["group"],
+                                                  inst["sha256"]))
+        for item in content.get("not_shipped", []):
+            not_shipped[TaskKey.parse(item["key"])] = item.get("reason", "")
+    tasks_dir = root / TEMPLATES["task"].split("/", 1)[0]
+    if tasks_dir.is_dir():
+        for store in sorted(tasks_dir.glob("*/*/*/*/*.zarr")):
+            key = _store_key(store, tasks_dir)
+            if key is not None:
+                entries.setdefault(key, TaskEntry(key, "store", store))
+    return _Here(root, entries, released, not_shipped, manifest)
+
+
+def _wanted(filters: dict) -> dict[str, set]:
+    """Each given filter as a set of values (seeds as integers where they are ones)."""
+    out = {}
+    for name, wanted in filters.items():
+        if wanted is None:
+            continue
+        values = {wanted} if isinstance(wanted, str | int) else set(wanted)
+        if name == "seed":
+            values = {s if (s := _as_seed(v)) is not None else v for v in values}
+        out[name] = values
+    return out
+
+
+def _suggest(field: str, value, here: _Here) -> list[str]:
+    """Close names for a misspelt ``value``: among what the root holds, else postrisk's."""
+    if field == "seed":
+        return []
+    for pool in (sorted(map(str, here.names(field))), list(_vocabulary(field))):
+        close = difflib.get_close_matches(str(value), pool, n=3, cutoff=0.6)
+        if close:
+            return close
+    return []
+
+
+def _pool_text(field: str, here: _Here) -> str:
+    names = sorted(here.names(field), key=lambda v: (isinstance(v, str), v))
+    if names:
+        return f"{_PLURAL[field]} here: {', '.join(map(str, names))}"
+    if field == "seed":
+        return "seeds are integers from 0"
+    return f"no tasks here; postrisk's {_PLURAL[field]}: {', '.join(_vocabulary(field))}"
+
+
+def _check_names(here: _Here, wanted: dict[str, set], key: TaskKey | None = None) -> None:
+    """A LookupError for every wanted name that is neither under the root nor one postrisk
+    knows, with "did you mean" (the corrected ``key``, when one is given)."""
+    problems = []
+    for field in KEY_COLUMNS:
+        present = here.names(field)
+        for value in sorted(wanted.get(field, ()), key=str):
+            if value not in present and not _known_name(field, value):
+                problems.append((field, value, _suggest(field, value, here)))
+    if not problems:
+        return
+    named = " and ".join(f"{_NAME[field]} {value!r}" for field, value, _ in problems)
+    text = (f"no {named} under {here.root}, and postrisk knows no "
+            f"{'such name' if len(problems) == 1 else 'such names'}")
+    if key is not None and all(close for _, _, close in problems):
+        fixed = {field: close[0] for field, _, close in problems}
+        text += f"; did you mean {replace(key, **fixed).label}?"
+    else:
+        for field, _, close in problems:
+            if close:
+                text += f"; did you mean {_NAME[field]} {' or '.join(map(repr, close))}?"
+    pools = dict.fromkeys(field for field, _, _ in problems)
+    raise LookupError(text + " (" + "; ".join(_pool_text(f, here) for f in pools) + ")")
 
 
 def list_tasks(root: str | Path | None = None, *, dataset: str | Iterable[str] | None = None,
@@ -158,25 +365,68 @@ def list_tasks(root: str | Path | None = None, *, dataset: str | Iterable[str] |
     """The tasks available under ``root`` (see the module docstring), filtered by key fields
     (each a value or a collection of values), sorted by key. A key found both in a release and
     as a store is listed once, from the release. A manifest instance whose file is not here
-    (a filtered download) is not listed."""
+    (a filtered download) is not listed.
+
+    A filter value is checked before anything is listed: a name held under ``root`` (by a task
+    here, or by an instance the release manifest names, downloaded or not) or one postrisk
+    knows (the registry's task datasets, the grid's priors, noise modes and coverages; a seed:
+    any integer ≥ 0) is valid, and one with no task here simply matches nothing — the result
+    may be ``[]``. Any other value (a misspelling: ``dataset="concret"``) is a
+    ``LookupError`` with "did you mean …" from the names held under ``root`` (else postrisk's)
+    and the names held there.
+    """
     root = Path(root) if root is not None else default_root()
     filters = dict(dataset=dataset, prior=prior, noise=noise, coverage=coverage, seed=seed)
-    found: dict[TaskKey, TaskEntry] = {}
-    if (root / MANIFEST).exists():
-        for inst in read_manifest(root)["instances"]:
-            key = TaskKey.parse(inst["key"])
-            path = root / inst["file"]
-            if path.is_file() and _matches(key, filters):
-                found.setdefault(key, TaskEntry(key, "release", path, inst["group"],
-                                                inst["sha256"]))
-    tasks_dir = root / TEMPLATES["task"].split("/", 1)[0]
-    if tasks_dir.is_dir():
-        for store in sorted(tasks_dir.glob("*/*/*/*/*.zarr")):
-            key = _store_key(store, tasks_dir)
-            if key is not None and _matches(key, filters):
-                found.setdefault(key, TaskEntry(key, "store", store))
-    return [found[k] for k in sorted(found, key=lambda k: (k.dataset, k.prior, k.noise,
-                                                           k.coverage, k.seed))]
+    here = _scan(root)
+    wanted = _wanted(filters)
+    _check_names(here, wanted)
+    found = [e for k, e in here.entries.items()
+             if all(getattr(k, name) in values for name, values in wanted.items())]
+    return sorted(found, key=lambda e: (e.key.dataset, e.key.prior, e.key.noise,
+                                        e.key.coverage, e.key.seed))
+
+
+def _nearest(key: TaskKey, keys: set[TaskKey]) -> str:
+    """What ``keys`` hold where ``key`` first departs from them: "; it holds priors bnn, gp for
+    concrete"."""
+    for i, field in enumerate(KEY_COLUMNS):
+        prefix = KEY_COLUMNS[:i]
+        same = [k for k in keys if all(getattr(k, f) == getattr(key, f) for f in prefix)]
+        values = {getattr(k, field) for k in same}
+        if getattr(key, field) not in values:
+            if not values:
+                return ""
+            held = ", ".join(str(v) for v in sorted(values))
+            where = "/".join(str(getattr(key, f)) for f in prefix)
+            return f"; it holds {_PLURAL[field]} {held}" + (f" for {where}" if where else "")
+    return ""
+
+
+def _absent(key: TaskKey, here: _Here) -> str:
+    """Why the valid key ``key`` is not under the root, and what to do about it."""
+    root = here.root
+    fetch = download_command(root, key.dataset, key.prior)
+    head = f"task {key.label} is not under {root}"
+    if not root.exists():
+        return (f"{head}: there is no such folder. Download the release into it (`{fetch}`), "
+                "or name the folder that holds it (root=…, --root …)")
+    nearest = _nearest(key, here.held())
+    if here.manifest:
+        if key in here.released:
+            return (f"{head}: it is in the release there, but its file "
+                    f"{here.released[key]['file']} was not downloaded (a download of other "
+                    f"datasets or priors); download it: `{fetch}`")
+        if key in here.not_shipped:
+            why = here.not_shipped[key]
+            return f"{head}: the release there does not ship it{': ' + why if why else ''}{nearest}"
+        stores = " nor its task stores" if any(e.source == "store"
+                                                 for e in here.entries.values()) else ""
+        return f"{head}: the release there{stores} holds no such task{nearest}"
+    if here.entries:
+        return (f"{head}: it is not among the task stores there{nearest}; the released suite "
+                f"may hold it: `{fetch}`")
+    return (f"{head}: there are no tasks there (no release manifest, no task stores); download "
+            f"the release: `{fetch}`")
 
 
 def load_task(path_or_key: str | Path | TaskKey, root: str | Path | None = None, *,
@@ -187,6 +437,14 @@ def load_task(path_or_key: str | Path | TaskKey, root: str | Path | None = None,
     (``…/concrete_gp.zip/smooth_monotone/balanced/0``); or a key (``"concrete/gp/
     smooth_monotone/balanced/0"`` or a :class:`TaskKey`), looked up under ``root``
     (:func:`list_tasks`). ``verify``: check a packed instance's digest against the manifest.
+
+    A key with a name that is neither under ``root`` nor one postrisk knows is a
+    ``LookupError`` with "did you mean <the corrected key>?" (:func:`list_tasks`); a valid key
+    with no task under ``root`` is a ``LookupError`` saying why — the release there does not
+    hold it (and what it holds nearest), does not ship it (and why), or holds it in a file not
+    downloaded, or there is nothing there — with the ``postrisk download`` command that fetches
+    it only where downloading can. A corrupt packed file is a :class:`ReleaseError`
+    (:func:`corrupt_file_error`).
     """
     if not isinstance(path_or_key, TaskKey):
         text = str(path_or_key).replace("\\", "/")
@@ -205,12 +463,9 @@ def load_task(path_or_key: str | Path | TaskKey, root: str | Path | None = None,
     else:
         key = path_or_key
     root = Path(root) if root is not None else default_root()
-    entries = list_tasks(root, dataset=key.dataset, prior=key.prior, noise=key.noise,
-                         coverage=key.coverage, seed=key.seed)
-    if not entries:
-        raise LookupError(
-            f"task {key.label} is not under {root} (a release directory or a results "
-            f"directory). Download it (`postrisk download --dataset {key.dataset} --prior "
-            f"{key.prior} --dest {root}`), or see what is there with "
-            f"postrisk.list_tasks(root={str(root)!r}).")
-    return entries[0].load(verify=verify)
+    here = _scan(root)
+    _check_names(here, {f: {v} for f, v in key.as_dict().items()}, key)
+    entry = here.entries.get(key)
+    if entry is None:
+        raise LookupError(_absent(key, here))
+    return entry.load(verify=verify)
