@@ -17,3 +17,20 @@ def test_env_pins_come_from_the_lock(repo):
         else:
             assert f"{name}=={lock[name]}" in text
     assert set(FAMILIES) == {p.stem for p in (repo / "workflow" / "envs").glob("*.yaml")}
+
+
+def test_light_install_constraints_pin_the_lock_without_extras(repo):
+    """requirements/light.txt pins the package's own dependencies at the lock's versions, and
+    nothing of an extra (no JAX, no Snakemake)."""
+    import tomllib
+
+    from postrisk.workflow.envs import LIGHT_CONSTRAINTS, render_light_constraints
+
+    packages = tomllib.loads((repo / "uv.lock").read_text())["package"]
+    lock = {p["name"]: p["version"] for p in packages}
+    text = (repo / LIGHT_CONSTRAINTS).read_text()
+    assert text == render_light_constraints(repo / "uv.lock")
+    pins = dict(line.split("==") for line in text.splitlines() if not line.startswith("#"))
+    for name in ("numpy", "zarr", "pooch", "typer", "filelock"):
+        assert pins[name] == lock[name]
+    assert not {"jax", "snakemake", "catboost", "optuna"} & set(pins)

