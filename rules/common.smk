@@ -1,5 +1,6 @@
-# Shared by every stage: the library on the path, config validation, the planner, wildcard
-# constraints, one-line input functions and the guard against a local full run.
+# Shared by every stage: the library on the path, config validation, the check of a SLURM run's
+# account and partitions, the planner, wildcard constraints, one-line input functions and the
+# guard against a local full run.
 import gc
 import os
 import sys
@@ -21,16 +22,48 @@ from postrisk.covariates.registry import registry as dataset_registry
 from postrisk.grid import artefact, path
 from postrisk.release import MANIFEST
 from postrisk.tasks import TASK_SCHEMA_VERSION
-from postrisk.workflow import rule_settings
+from postrisk.workflow import rule_settings, slurm
 from postrisk.workflow.rule_settings import inputs_of, jobs_of, resources_of, threads_of
 
+# The files the configuration was merged from (config.yaml, then each --configfile): entries
+# for outside methods that a later file's `methods` dropped are ignored, not typos.
+_layers = grid.read_layers(
+    Path(workflow.basedir) / "config.yaml", *workflow.overwrite_configfiles
+)
 try:
-    _validated = grid.validate_config(config)
+    _validated = grid.validate_config(config, _layers)
 except grid.ConfigError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 config.clear()
 config.update(_validated)
 export_outside_methods(config)
+
+
+def slurm_stop(executor=None):
+    """Why a SLURM run cannot be submitted as configured (postrisk.workflow.slurm: its account
+    or partitions do not resolve), on the submit host; None where nothing stops it. `executor`:
+    the executor's name once the workflow knows it (onstart), else judged from the resources
+    (the slurm profile's)."""
+    if workflow.remote_exec or workflow.subprocess_exec:  # a job: checked where it was submitted
+        return None
+    settings = workflow.resource_settings
+    default = slurm.raw_resources(settings.default_resources)
+    overrides = {name: slurm.raw_resources(r) for name, r in settings.overwrite_resources.items()}
+    if not slurm.targets_slurm(executor, default, overrides):
+        return None
+    return slurm.slurm_message(slurm.slurm_problems(default, overrides))
+
+
+_slurm_stop = slurm_stop()
+if _slurm_stop:
+    raise WorkflowError(_slurm_stop)
+
+
+onstart:
+    stop = slurm_stop(workflow.executor_plugin.name)
+    if stop:
+        raise WorkflowError(stop)
+
 
 # The planner (postrisk.grid.planner): the conditions, the seed policy, every stage's units of
 # work, the rules and jobs that run them, and the catalogue's files, computed once. Batchable

@@ -154,10 +154,145 @@ def test_method_grid_narrows_a_method_and_its_jobs(paper):
     with pytest.raises(ConfigError, match="method_grid.gp.datasets"):
         validate_config(dict(paper, datasets=["concrete"],
                              method_grid={"gp": {"datasets": ["diamonds"]}}))
-    with pytest.raises(ConfigError, match=r"method_grid': \['gp'\] not in 'methods'"):
-        validate_config(dict(paper, methods=["blr"], method_grid={"gp": {}}))
+    # a narrowing of a method that `methods` does not list is ignored (test_narrowing_...)
+    assert validate_config(dict(paper, methods=["blr"], method_grid={"gp": {}}))[
+        "method_grid"] == {}
     with pytest.raises(ConfigError, match="method_grid.blr"):
         validate_config(dict(paper, method_grid={"blr": {"seeds": [0]}}))
+
+
+#: An outside method (tests/methods/test_outside.py fits it), named by location.
+KNN = "examples.knn_uncertainty:KNNUncertainty"
+#: The logger of the one warning about ignored method entries.
+METHODS_LOGGER = "postrisk.grid.config_methods"
+
+
+def _method_preset(tmp_path, **extra):
+    """A preset (written here) that names paper methods and an outside method in every section
+    that names methods, as a preset does."""
+    return _write(tmp_path / "preset.yaml", {
+        "methods": ["blr", "gp", "vlgp", KNN],
+        "tuning": {"methods": ["vlgp", "knn_uncertainty", "blr"]},
+        "disentanglement": {"methods": ["blr", "vlgp"]},
+        "method_settings": {"vlgp": {"num_iters": 10}, "gp": {}},
+        "method_grid": {"vlgp": {"coverages": ["balanced"]},
+                        "knn_uncertainty": {"coverages": ["ood"]}},
+        "method_search_spaces": {"knn_uncertainty": {"n_neighbors": ["int", 2, 8]}},
+        **extra})
+
+
+def _method_warnings(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == METHODS_LOGGER]
+
+
+def _ignored(warning: str) -> dict[str, set[str]]:
+    """The entries a warning says were ignored: section -> method names."""
+    listing = warning.split("does not list: ", 1)[1]
+    return {section: set(names.split(", ")) for section, names in
+            (part.split(" ", 1) for part in listing.split("; "))}
+
+
+def test_narrowing_a_presets_methods_ignores_their_entries_with_one_warning(repo, tmp_path,
+                                                                             caplog):
+    """A file over a preset that lists fewer methods: the preset's entries for the methods it
+    dropped (paper methods and outside methods, in all five sections) are ignored, with one
+    warning naming them, instead of failing (and instead of copying the whole preset)."""
+    from postrisk.grid import deep_merge, read_layers, tuned_methods
+
+    preset = _method_preset(tmp_path)
+    narrow = _write(tmp_path / "narrow.yaml", {"methods": ["blr", "gp"]})
+    with caplog.at_level("WARNING", logger=METHODS_LOGGER):
+        cfg = load_config(repo / "config.yaml", preset, narrow)
+    assert cfg["methods"] == ["blr", "gp"] and "outside_methods" not in cfg
+    assert cfg["tuning"]["methods"] == ["blr"] and tuned_methods(cfg) == ["blr"]
+    assert cfg["disentanglement"]["methods"] == ["blr"]
+    assert cfg["method_settings"] == {"gp": {}}
+    assert cfg["method_grid"] == {} and cfg["method_search_spaces"] == {}
+    [warning] = _method_warnings(caplog)
+    assert _ignored(warning) == {
+        "tuning.methods": {"vlgp", "knn_uncertainty"}, "disentanglement.methods": {"vlgp"},
+        "method_settings": {"vlgp"}, "method_grid": {"vlgp", "knn_uncertainty"},
+        "method_search_spaces": {"knn_uncertainty"}}
+    caplog.clear()
+    with caplog.at_level("WARNING", logger=METHODS_LOGGER):
+        assert validate_config(cfg) == cfg  # validating again: nothing left to ignore
+    assert _method_warnings(caplog) == []
+    # every tuned method dropped: none is tuned (an empty list, not null: "all of them")
+    only_gp = load_config(repo / "config.yaml", preset,
+                          _write(tmp_path / "gp.yaml", {"methods": ["gp"]}))
+    assert only_gp["tuning"]["methods"] == [] and tuned_methods(only_gp) == []
+    # the outside method is known from the preset that listed it: without the files merged,
+    # its name is no method's at all
+    layers = read_layers(repo / "config.yaml", preset, narrow)
+    merged = deep_merge(deep_merge(layers[0], layers[1]), layers[2])
+    with pytest.raises(ConfigError, match=r"tuning.methods': \['knn_uncertainty'\] are "
+                                          "neither methods of the paper"):
+        validate_config(merged)
+    assert validate_config(merged, layers) == cfg
+
+
+@pytest.mark.parametrize("section, value, message", [
+    ("tuning", {"methods": ["blr", "gpp"]}, r"tuning.methods': \['gpp'\] are neither"),
+    ("disentanglement", {"methods": ["blrr"]}, r"disentanglement.methods': \['blrr'\]"),
+    ("method_settings", {"vlpg": {}}, r"method_settings': \['vlpg'\] are neither"),
+    ("method_grid", {"knn_uncertanty": {}}, r"method_grid': \['knn_uncertanty'\]"),
+    ("method_search_spaces", {"gp": {}}, r"\['gp'\] are not outside methods"),
+    ("method_search_spaces", {"knn": {}}, r"\['knn'\] are not outside methods"),
+])
+def test_a_misspelled_method_entry_still_fails(repo, tmp_path, section, value, message):
+    """Over a narrowing: a name that is no paper method and no outside method of any merged
+    file is a typo, in every section that names methods; a paper method's search space too."""
+    preset = _method_preset(tmp_path)
+    narrow = _write(tmp_path / "narrow.yaml", {"methods": ["blr", "gp"], section: value})
+    with pytest.raises(ConfigError, match=message):
+        load_config(repo / "config.yaml", preset, narrow)
+
+
+def test_a_null_clears_a_presets_section(repo, tmp_path):
+    """`method_grid: null` (likewise method_settings, method_search_spaces, prior_grid) over a
+    preset clears the preset's section; an empty mapping merges and clears nothing."""
+    from postrisk.grid import n_instances
+
+    preset = _method_preset(tmp_path, prior_grid={"hbart": {"datasets": ["concrete"]}})
+    kept = load_config(repo / "config.yaml", preset, _write(
+        tmp_path / "empty.yaml", {"method_grid": {}, "prior_grid": {}}))
+    assert kept["method_grid"] and kept["prior_grid"]
+    cleared = load_config(repo / "config.yaml", preset, _write(tmp_path / "null.yaml", {
+        "method_grid": None, "method_settings": None, "method_search_spaces": None,
+        "prior_grid": None}))
+    assert cleared["methods"] == kept["methods"]
+    for key in ("method_grid", "method_settings", "method_search_spaces", "prior_grid"):
+        assert cleared[key] == {}, key
+    assert n_instances(cleared) > n_instances(kept)
+    assert validate_config(cleared) == cleared
+
+
+@pytest.mark.slow
+def test_narrowing_the_demo_preset_to_two_of_its_methods(repo, tmp_path, caplog):
+    """The shipped demo preset narrowed by a one-line file to two of its methods: the
+    configuration validates and plans; each entry the demo has for another method is named in
+    the one warning (slow: it imports the demo's outside methods)."""
+    from postrisk.grid import Planner
+    from postrisk.methods.outside import is_location
+
+    demo = repo / "presets" / "demo.yaml"
+    full = load_config(repo / "config.yaml", demo)
+    keep = [m for m in yaml.safe_load(demo.read_text())["methods"] if not is_location(m)][:2]
+    narrow = _write(tmp_path / "narrow.yaml", {"methods": keep})
+    with caplog.at_level("WARNING", logger=METHODS_LOGGER):
+        cfg = load_config(repo / "config.yaml", demo, narrow)
+    assert cfg["methods"] == keep
+    [warning] = _method_warnings(caplog)
+    ignored = _ignored(warning)
+    for key in ("tuning.methods", "disentanglement.methods", "method_settings", "method_grid"):
+        section, before = cfg, full
+        for part in key.split("."):
+            section, before = section[part], before[part]
+        assert set(section or []) <= set(keep), key
+        assert ignored.get(key, set()) == set(before or []) - set(keep), key
+    fitted = {u.method for rule in Planner(cfg).stage_rules("fit") for job in rule.jobs.values()
+              for u in job.payload}
+    assert fitted == set(keep)
 
 
 def test_posterior_settings_are_validated_per_family(paper):

@@ -6,6 +6,8 @@ Modules, from the bottom up (each imports only those below it; ``make lint`` che
 * :mod:`~postrisk.grid.paths` — where every store, log and benchmark lives;
 * :mod:`~postrisk.grid.artefacts` — the catalogue of every table, figure, page and release file;
 * :mod:`~postrisk.grid.stages` — the stages, the keys of their units, how units group;
+* :mod:`~postrisk.grid.config_methods` — the configuration's method names: outside methods
+  resolved, entries for methods that ``methods`` does not list set aside;
 * :mod:`~postrisk.grid.config` — the configuration's schema, validation and merging;
 * :mod:`~postrisk.grid.conditions` — conditions, what is implemented, fitted and tuned;
 * :mod:`~postrisk.grid.seeds` — the seed policy: which seeds are built and may be used;
@@ -41,6 +43,7 @@ from postrisk.grid.config import (
     default_config_path,
     load_config,
     read_config,
+    read_layers,
     validate_config,
 )
 from postrisk.grid.cost import Resources, env_family
@@ -84,6 +87,7 @@ __all__ = [
     "disentanglement_units", "env_family", "figure_files", "fits_method", "guard_message",
     "implemented_conditions", "implemented_methods", "implemented_priors", "is_tuned",
     "load_config", "log_path", "n_instances", "output_lines", "path", "plan", "plan_report",
-    "plan_table", "read_config", "rule_name", "stage_artefacts", "study_output_lines",
-    "task_seeds", "training_size", "tuned_methods", "unit_paths", "validate_config",
+    "plan_table", "read_config", "read_layers", "rule_name", "stage_artefacts",
+    "study_output_lines", "task_seeds", "training_size", "tuned_methods", "unit_paths",
+    "validate_config",
 ]

@@ -13,7 +13,7 @@ else the packaged defaults, with each ``--configfile`` merged over it in order.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,12 +22,9 @@ import jsonschema
 import yaml
 
 from postrisk.covariates.registry import registry, task_datasets
+from postrisk.grid.config_methods import ConfigError, resolve_outside_methods
 from postrisk.grid.stages import COST_BY, STAGES, UNIT_KEYS, GroupingError, group_keys
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
-
-
-class ConfigError(ValueError):
-    """An invalid configuration; the message names the key and what is allowed."""
 
 
 def _names(values) -> dict:
@@ -324,64 +321,23 @@ def _message(err: jsonschema.ValidationError) -> str:
     return f"config key '{key}': {err.message}"
 
 
-def resolve_outside_methods(cfg: dict) -> None:
-    """Replace each ``module:Class`` entry of ``cfg["methods"]`` by the method's name,
-    registered in this process (``postrisk.methods.registry.register_outside``), and record
-    ``cfg["outside_methods"]`` (name -> location, search space). The search space comes from
-    ``method_search_spaces.<name>`` when given, else from the class. Already resolved entries
-    (a validated configuration validated again) are registered again."""
-    from postrisk.methods.outside import (
-        NAME,
-        OutsideMethodError,
-        import_location,
-        is_location,
-        method_name,
-    )
-    from postrisk.methods.registry import register_outside
-
-    spaces = cfg.get("method_search_spaces") or {}
-    outside = dict(cfg.get("outside_methods") or {})
-    try:
-        for name, spec in outside.items():
-            space = spaces[name] if name in spaces else spec.get("search_space")
-            register_outside(spec["location"], space)
-            outside[name] = {"location": spec["location"], "search_space": space}
-        methods = []
-        for entry in cfg.get("methods") or []:
-            if isinstance(entry, str) and is_location(entry):
-                space = spaces.get(method_name(import_location(entry), entry))
-                name = register_outside(entry, space)
-                outside[name] = {"location": entry, "search_space": space}
-                entry = name
-            methods.append(entry)
-    except OutsideMethodError as err:
-        raise ConfigError(f"config key 'methods': {err}") from None
-    unknown = sorted(set(spaces) - set(outside))
-    if unknown:
-        raise ConfigError(f"config key 'method_search_spaces': {unknown} are not outside "
-                          f"methods of 'methods' ({', '.join(outside) or 'none'}); a built-in "
-                          "method's space is declared on its class")
-    if "methods" in cfg:
-        cfg["methods"] = methods
-    if outside:
-        cfg["outside_methods"] = outside
-    known = {*METHODS, *outside}
-    named = {"tuning.methods": (cfg.get("tuning") or {}).get("methods") or [],
-             "disentanglement.methods": (cfg.get("disentanglement") or {}).get("methods") or [],
-             "method_settings": list(cfg.get("method_settings") or {}),
-             "method_grid": list(cfg.get("method_grid") or {})}
-    for key, names in named.items():
-        strangers = [n for n in names if isinstance(n, str) and n not in known
-                     and NAME.match(n)]
-        if strangers:
-            raise ConfigError(f"config key '{key}': {strangers} are neither methods of the paper "
-                              "nor outside methods listed under 'methods' (as module:Class)")
+#: Sections that a null clears (a file merged over a preset cannot remove a mapping's keys).
+CLEARABLE = ("prior_grid", "method_grid", "method_settings", "method_search_spaces")
 
 
-def validate_config(config: Mapping[str, Any]) -> dict:
-    """Check ``config`` against :func:`config_schema` and the cross-key rules; return a copy."""
+def validate_config(config: Mapping[str, Any], layers: Sequence[Mapping] = ()) -> dict:
+    """Check ``config`` against :func:`config_schema` and the cross-key rules; return a copy.
+
+    ``layers``: the files ``config`` was merged from (config.yaml, presets, in order), whose
+    outside methods a later file's ``methods`` may have dropped: entries naming a method that
+    ``methods`` does not list are ignored with one warning
+    (:func:`~postrisk.grid.config_methods.resolve_outside_methods`). A null in one of
+    :data:`CLEARABLE` stands for an empty mapping."""
     cfg = copy.deepcopy(dict(config))
-    resolve_outside_methods(cfg)
+    for key in CLEARABLE:
+        if key in cfg and cfg[key] is None:
+            cfg[key] = {}
+    resolve_outside_methods(cfg, layers)
     validator = jsonschema.Draft202012Validator(
         config_schema((*METHODS, *cfg.get("outside_methods", {}))))
     errors = sorted(validator.iter_errors(cfg), key=lambda e: (len(e.absolute_path), e.path))
@@ -402,10 +358,6 @@ def validate_config(config: Mapping[str, Any]) -> dict:
                 if outside:
                     raise ConfigError(f"config key '{key}.{name}.{axis}': {outside} not in "
                                       f"'{axis}' ({', '.join(cfg[axis])})")
-    unused = [m for m in cfg.get("method_grid", {}) if m not in cfg.get("methods", [])]
-    if unused:
-        raise ConfigError(f"config key 'method_grid': {unused} not in 'methods' "
-                          f"({', '.join(cfg.get('methods', [])) or 'none'})")
     cfg.setdefault("ood_datasets", [])
     cfg.setdefault("methods", [])
     cfg.setdefault("prior_grid", {})
@@ -432,10 +384,18 @@ def deep_merge(base: Mapping, override: Mapping) -> dict:
 def load_config(*paths: str | Path) -> dict:
     """Load and merge exactly these YAML files in order (config.yaml, then presets), then
     validate; :func:`read_config` is the same with the base configuration found for you."""
+    layers = read_layers(*paths)
     merged: dict = {}
-    for path in paths:
-        merged = deep_merge(merged, yaml.safe_load(Path(path).read_text()) or {})
-    return validate_config(merged)
+    for layer in layers:
+        merged = deep_merge(merged, layer)
+    return validate_config(merged, layers)
+
+
+def read_layers(*paths: str | Path) -> list[dict]:
+    """The YAML files ``paths`` (config.yaml, then presets), each as a mapping (an empty file:
+    an empty one); :func:`load_config` merges them, and passes them to
+    :func:`validate_config` as its ``layers``."""
+    return [yaml.safe_load(Path(path).read_text()) or {} for path in paths]
 
 
 #: The base configuration's name, in a working directory and inside the package.
