@@ -3,8 +3,11 @@ download a release, evaluate a method, inspect a store, and the covariate, plan 
 environment commands. `postrisk <command> --help` explains each.
 
 Errors a user can cause (a missing file, a bad key, a checksum mismatch, an unreachable URL, a
-bad configuration) end the command with one line, ``error: …``, and exit code 1 (2 for a bad
-configuration or usage).
+bad configuration, a method's missing extra) end the command with one line, ``error: …``, and
+exit code 1 (2 for a bad configuration or usage). So does any exception raised inside a method
+(its constructor, ``fit`` or ``predict``), whatever its type: ``error: <method> on <task>:
+<Class>.fit raised <ExceptionType>: <message>``. ``postrisk --debug <command> …`` (or the
+environment variable ``POSTRISK_DEBUG=1``) shows the full traceback instead of the one line.
 """
 
 from __future__ import annotations
@@ -27,6 +30,16 @@ app = typer.Typer(help=__doc__.split("\n\n")[0], no_args_is_help=True,
 
 #: Exit codes: 1 for a failure (file, network, checksum, data), 2 for a bad configuration.
 FAILED, BAD_CONFIG = 1, 2
+#: ``--debug``: tracebacks instead of one-line errors (set by :func:`_options`).
+_debug = False
+
+
+@app.callback()
+def _options(debug: Annotated[bool, typer.Option(
+        "--debug", envvar="POSTRISK_DEBUG",
+        help="show an error's full traceback instead of one line")] = False) -> None:
+    global _debug
+    _debug = debug
 
 
 def _fail(message: str, code: int = FAILED) -> int:
@@ -35,16 +48,27 @@ def _fail(message: str, code: int = FAILED) -> int:
 
 
 def _one_line_errors(command):
-    """Known failures as one line on stderr and an exit code, not a traceback."""
+    """Known failures, and every exception of a method's code, as one line on stderr and an
+    exit code, not a traceback (with ``--debug``: the traceback)."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         from postrisk.core.download import DownloadError
         from postrisk.grid import ConfigError
+        from postrisk.methods.outside import OutsideImportError
+        from postrisk.methods.registry import MethodError, MissingExtra
         from postrisk.release.download import ReleaseURLMissing
 
+        if _debug:
+            return command(*args, **kwargs)
         try:
             return command(*args, **kwargs)
+        except (MethodError, OutsideImportError) as err:  # the user's code raised
+            code = _fail(str(err))
+            typer.echo("(postrisk --debug … shows the traceback)", err=True)
+            return code
+        except MissingExtra as err:
+            return _fail(str(err))
         except (ConfigError, ReleaseURLMissing) as err:
             return _fail(str(err), BAD_CONFIG)
         except KeyError as err:
@@ -79,9 +103,11 @@ def _config(configfiles: list[Path] | None = None) -> dict:
 # -- the workflow -------------------------------------------------------------------------------
 
 def _snakemake(args: list[str]) -> int:
-    from postrisk.workflow.launch import snakemake_command
+    from postrisk.workflow.launch import find_checkout, snakemake_command
 
-    cmd = snakemake_command(args)
+    root, where = find_checkout()
+    cmd = snakemake_command(args, root)
+    typer.echo(f"workflow: {root / 'Snakefile'} (of {where})", err=True)
     typer.echo("$ " + " ".join(cmd[2:]), err=True)
     return subprocess.run(cmd).returncode
 
@@ -89,7 +115,10 @@ def _snakemake(args: list[str]) -> int:
 @command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(ctx: typer.Context) -> int:
     """Run the workflow: every argument goes to snakemake (e.g. `postrisk run --cores 2
-    --configfile presets/demo.yaml`, `postrisk run --profile profiles/slurm`)."""
+    --configfile presets/demo.yaml`, `postrisk run --profile profiles/slurm`).
+
+    The workflow is the current folder's checkout (or the nearest one above
+    it), else the installed package's; the command says which Snakefile runs."""
     return _snakemake(list(ctx.args))
 
 
@@ -98,7 +127,11 @@ def task(key: Annotated[str, typer.Argument(help="dataset/prior/noise/coverage/s
          configfile: Annotated[list[Path] | None, typer.Option(
              help="config files merged over config.yaml (repeatable)")] = None,
          cores: Annotated[int, typer.Option(help="CPU cores for snakemake")] = 2) -> int:
-    """Build one task instance (its store and only what it needs) with the workflow."""
+    """Build one task instance (its store and only what it needs) with the workflow.
+
+    The key's names are checked before snakemake starts; the workflow is the
+    one `postrisk run` runs (the current folder's checkout, else the installed
+    package's)."""
     from postrisk.workflow.launch import task_arguments
 
     return _snakemake(task_arguments(key, cores, configfile))
@@ -298,12 +331,21 @@ def evaluate(method: Annotated[str, typer.Argument(
              out: Annotated[Path | None, typer.Option(
                  help="write every score of every task to this CSV")] = None,
              configfile: ConfigFiles = None) -> int:
-    """Fit a method on local tasks and score it with the pipeline's metrics."""
+    """Fit a method on local tasks and score it with the pipeline's metrics.
+
+    An exception raised by the method's code (constructor, fit, predict)
+    ends the command with one line naming the method, the task and the
+    exception; `postrisk --debug evaluate …` shows its traceback."""
     from postrisk.evaluation.evaluate import evaluate as run_evaluation
-    from postrisk.methods.registry import make_model
+    from postrisk.methods.registry import UnknownSettings, make_model
     from postrisk.release.load import configured_root
 
-    model = make_model(method, _parse_settings(set_))
+    try:
+        model = make_model(method, _parse_settings(set_))
+    except UnknownSettings as err:
+        given = {item.partition("=")[0].strip(): item for item in set_ or []}
+        raise ValueError(", ".join(f"--set {given[key]}" for key in err.unknown)
+                         + f": {err}") from err
     scores = run_evaluation(model, root=configured_root(root, configfile), dataset=dataset,
                             prior=prior, noise=noise, coverage=coverage, seed=seed)
     _print_scores(scores)

@@ -15,7 +15,14 @@ from postrisk.evaluation.scoring import SCORE_COLUMNS, score_prediction
 from postrisk.grid import ConfigError, load_config, validate_config
 from postrisk.grid.conditions import implemented_methods, tuned_methods
 from postrisk.methods.interface import Prediction, UncertaintyMethod
-from postrisk.methods.outside import OutsideMethodError, load_outside, method_name
+from postrisk.methods.outside import (
+    OutsideImportError,
+    OutsideMethodError,
+    import_location,
+    load_outside,
+    method_name,
+    snake_case,
+)
 from postrisk.methods.registry import display_name, get_method, register_outside
 from postrisk.methods.runner import run_fit
 from tests.task_helpers import gp_task
@@ -98,6 +105,38 @@ def test_names_spaces_and_refusals():
     globals()["Blr"] = builtin
     with pytest.raises(OutsideMethodError, match="built-in method's"):
         register_outside(f"{__name__}:Blr")
+
+
+@pytest.mark.parametrize(("class_name", "name"), [
+    ("MyMethod", "my_method"), ("Shrunk", "shrunk"), ("BadVariance", "bad_variance"),
+    ("Nan", "nan"), ("GBRBootstrap", "gbr_bootstrap"), ("KNNUncertainty", "knn_uncertainty"),
+    ("NaNVar", "nan_var"), ("VarNaN", "var_nan"), ("HTTPServer2", "http_server2"),
+    ("BayesGP", "bayes_gp"), ("GP", "gp"), ("IOError", "io_error"),
+    ("L2Regularized", "l2_regularized"), ("Conv2DNet", "conv2d_net"), ("ModelX", "model_x"),
+    ("myMethod", "my_method"), ("My_Method", "my_method"), ("NGBoostNIG", "ng_boost_nig"),
+])
+def test_the_name_of_a_class(class_name, name):
+    """Fault: an acronym was run into the next word (``GBRBootstrap`` → ``gbrbootstrap``) or
+    split (``NaNVar`` → ``na_nvar``)."""
+    assert snake_case(class_name) == name
+    cls = type(class_name, (Shrunk,), {"__module__": __name__})
+    assert method_name(cls, f"x:{class_name}") == name
+
+
+def test_an_import_that_fails_is_one_error(tmp_path):
+    """The module's own code raising while it is imported is an OutsideMethodError naming the
+    exception; a module that imports a missing package is not "cannot import" the module."""
+    (tmp_path / "raises.py").write_text("x = 1\nundefined_name\n")
+    with pytest.raises(OutsideImportError, match="raises.py:X: importing the module raised "
+                                                 "NameError: name 'undefined_name' is not"):
+        import_location(f"{tmp_path}/raises.py:X")
+    with pytest.raises(OutsideImportError, match="raised NameError"):  # not cached half-done
+        import_location(f"{tmp_path}/raises.py:X")
+    (tmp_path / "needs.py").write_text("import a_package_nobody_has\n")
+    with pytest.raises(OutsideImportError, match="needs.py:X: importing the module raised "
+                                                 "ModuleNotFoundError: No module named "
+                                                 "'a_package_nobody_has'"):
+        import_location(f"{tmp_path}/needs.py:X")
 
 
 def test_a_file_location_and_a_subclass(tmp_path):
@@ -210,8 +249,11 @@ def test_evaluate_tasks_by_filter(tmp_path, task):
         write_zarr_atomic(ds, tmp_path / "tasks/concrete/gp/bump/balanced" / f"{seed}.zarr")
     table = postrisk.evaluate(KNNUncertainty(n_neighbors=4), root=tmp_path, seed=[1])
     assert table["seed"].tolist() == [1] and table["method"].tolist() == ["knn_uncertainty"]
-    with pytest.raises(LookupError, match="no tasks under"):
+    with pytest.raises(LookupError, match="no tasks under") as err:
         postrisk.evaluate(KNNUncertainty(), root=tmp_path, prior="bnn")
+    # the hint is the download command that fetches what was asked for, into that root
+    assert "postrisk download" in str(err.value)
+    assert f"--prior bnn --dest {tmp_path}`" in str(err.value)
 
 
 # -- the command line ---------------------------------------------------------------------------

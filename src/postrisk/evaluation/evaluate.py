@@ -10,7 +10,9 @@ copy of the object as given) on each task's ``x_train``, ``y_train`` and asked t
 ``x_eval``; the prediction is scored by :func:`postrisk.evaluation.scoring.score_prediction`, the
 function that writes the pipeline's own score files, so a row here equals the pipeline's row for
 the same fit. A prediction of the wrong shape, with NaN or infinite values or negative variances
-is an error naming the task and the method (the pipeline instead records such a fit as failed).
+is an error naming the task and the method (the pipeline instead records such a fit as failed),
+and so is an exception raised by the model's ``fit`` or ``predict``: a
+:class:`~postrisk.methods.registry.MethodError`, the model's exception its cause.
 """
 
 from __future__ import annotations
@@ -27,8 +29,15 @@ import pandas as pd
 from postrisk.core.progress import progress_steps
 from postrisk.evaluation.scoring import HEADLINE, SCORE_COLUMNS, score_prediction
 from postrisk.methods.outside import default_name
+from postrisk.methods.registry import MethodError
 from postrisk.methods.runner import check_prediction
-from postrisk.release.load import TaskEntry, list_tasks, load_task
+from postrisk.release.load import (
+    TaskEntry,
+    default_root,
+    download_command,
+    list_tasks,
+    load_task,
+)
 from postrisk.tasks.key import KEY_COLUMNS, TaskKey
 from postrisk.tasks.task import Task
 
@@ -49,9 +58,13 @@ def _task_list(tasks: Any, root: str | Path | None, filters: dict) -> list[tuple
     if tasks is None:
         entries = list_tasks(root, **filters)
         if not entries:
-            where = root if root is not None else "the default root"
-            raise LookupError(f"no tasks under {where} match {filters or 'any key'}; download "
-                              "some with `postrisk download`, or name tasks explicitly")
+            where = Path(root) if root is not None else default_root()
+            chosen = {k: v for k, v in filters.items() if v is not None}
+            one = {k: v if isinstance(v, str) else next(iter(v))
+                   for k, v in chosen.items() if isinstance(v, str) or len(v) == 1}
+            command = download_command(where, one.get("dataset"), one.get("prior"))
+            raise LookupError(f"no tasks under {where} match {chosen or 'any key'}; download "
+                              f"some (`{command}`), or name tasks explicitly")
         return [(e.label, e) for e in entries]
     if isinstance(tasks, Task | TaskEntry | TaskKey | str | Path):
         tasks = [tasks]
@@ -74,6 +87,14 @@ def _load(item: Any, root: str | Path | None) -> Task:
     return load_task(item, root)
 
 
+def _call(function: Any, call: str, method: str, task: str, *args: Any) -> Any:
+    """``function(*args)``, the model's code: its exception raised as a :class:`MethodError`."""
+    try:
+        return function(*args)
+    except Exception as err:
+        raise MethodError(method, call, err, task=task) from err
+
+
 def evaluate(model: Any, tasks: Task | str | Path | TaskKey | Iterable | None = None, *,
              root: str | Path | None = None, name: str | None = None,
              **filters: Any) -> pd.DataFrame:
@@ -89,23 +110,26 @@ def evaluate(model: Any, tasks: Task | str | Path | TaskKey | Iterable | None = 
     Columns: the instance key, ``method``, ``status``, the fit and predict seconds and every
     score column of the pipeline's score files (``postrisk.evaluation.scoring.METRICS``).
     Raises :class:`InvalidPrediction` naming the task and the method when a prediction cannot
-    be scored; an exception raised by the model's ``fit`` or ``predict`` propagates.
+    be scored, and :class:`~postrisk.methods.registry.MethodError` naming them when the model's
+    ``fit`` or ``predict`` (or copying the model) raises: the model's exception is its ``error``
+    and its ``__cause__``.
     """
     label = name or default_name(model)
     if not (callable(getattr(model, "fit", None)) and callable(getattr(model, "predict", None))):
         raise TypeError(f"method {label}: needs fit(x, y) and predict(x) -> (mean, "
                         "aleatoric_var, epistemic_var)")
     items = _task_list(tasks, root, {k: v for k, v in filters.items() if v is not None})
+    cls = type(model).__name__
     rows = []
     with progress_steps(len(items), f"[evaluate] {label}", logger) as progress:
         for task_label, item in items:
             task = _load(item, root)
-            fitted = copy.deepcopy(model)
+            fitted = _call(copy.deepcopy, f"copy.deepcopy({cls})", label, task_label, model)
             t0 = time.perf_counter()
-            fitted.fit(task.x_train, task.y_train)
+            _call(fitted.fit, f"{cls}.fit", label, task_label, task.x_train, task.y_train)
             fit_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            raw = fitted.predict(task.x_eval)
+            raw = _call(fitted.predict, f"{cls}.predict", label, task_label, task.x_eval)
             predict_s = time.perf_counter() - t0
             prediction, reason = check_prediction(raw, task.x_eval.shape[0])
             if prediction is None:

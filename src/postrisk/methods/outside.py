@@ -11,7 +11,8 @@ tunes, fits and scores it like the built-in methods. The class needs:
 - ``fit(x, y)`` and ``predict(x) -> (mean, aleatoric_var, epistemic_var)`` (arrays of shape
   (m,), variances in target units) or a :class:`~postrisk.methods.interface.Prediction`;
 - optionally ``name`` (its name in the tables and file paths; default: the class name in
-  snake_case), ``display_name``, ``search_space`` (the tuning sweep's space, in the form of
+  snake case, an acronym one word — :func:`snake_case`: ``GBRBootstrap`` → ``gbr_bootstrap``),
+  ``display_name``, ``search_space`` (the tuning sweep's space, in the form of
   :func:`~postrisk.methods.interface.validate_search_space`; the configuration's
   ``method_search_spaces.<name>`` replaces it) and ``implementation_version``.
 
@@ -42,12 +43,41 @@ class OutsideMethodError(ValueError):
     """An outside method's location or class cannot be used; the message says why."""
 
 
+class OutsideImportError(OutsideMethodError):
+    """The module of an outside method raised while it was imported (its own code, or a package
+    it imports that is not installed); the exception is the ``__cause__``."""
+
+
 def is_location(text: str) -> bool:
     return bool(LOCATION.match(str(text)))
 
 
+#: The words of a class name: an acronym (capitals not followed by a lower-case letter), a
+#: word (an optional capital, then lower-case letters) or digits.
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
 def snake_case(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    """A class name as a method name: its words in lower case, joined by ``_``.
+
+    The words: underscores separate; an acronym (a run of capitals) is one word, ending where a
+    capitalised word begins; digits join the word before them; a single capital joins a word
+    ending in a digit or a two-letter capitalised word before it (``2D``, ``NaN``). So
+    ``MyMethod`` → ``my_method``, ``GBRBootstrap`` → ``gbr_bootstrap``, ``KNNUncertainty`` →
+    ``knn_uncertainty``, ``NaNVar`` → ``nan_var``, ``HTTPServer2`` → ``http_server2``,
+    ``Conv2DNet`` → ``conv2d_net``, ``BayesGP`` → ``bayes_gp``.
+    """
+    words: list[str] = []
+    for part in name.split("_"):
+        for word in _WORD.findall(part):
+            joins = words and (word.isdigit() or (
+                len(word) == 1 and word.isupper()
+                and (words[-1][-1].isdigit() or re.fullmatch(r"[A-Z][a-z]", words[-1]))))
+            if joins:
+                words[-1] += word
+            else:
+                words.append(word)
+    return "_".join(words).lower() or name.lower()
 
 
 def import_location(location: str) -> type:
@@ -57,6 +87,7 @@ def import_location(location: str) -> type:
         raise OutsideMethodError(f"{location!r} is not a method location: expected "
                                  "'module:Class' or 'path/to/file.py:Class'")
     module_name, attr = match["module"], match["attr"]
+    key = module_name
     try:
         if module_name.endswith(".py"):
             path = Path(module_name).resolve()
@@ -71,14 +102,42 @@ def import_location(location: str) -> type:
                 spec.loader.exec_module(module)
         else:
             module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise OutsideMethodError(f"{location}: cannot import {module_name!r} ({err}); is it "
-                                 "installed, or on PYTHONPATH (the workflow adds the working "
-                                 "directory and the checkout)?") from err
+    except OutsideMethodError:
+        raise
+    except ModuleNotFoundError as err:
+        if err.name and (err.name == key or key.startswith(err.name + ".")):
+            raise OutsideMethodError(
+                f"{location}: cannot import {module_name!r} ({err}); is it installed, or on "
+                "PYTHONPATH (the workflow adds the working directory and the checkout)?"
+            ) from err
+        raise _import_failed(location, key, err) from err
+    except Exception as err:  # the module's own code raised: a one-line error naming it
+        raise _import_failed(location, key, err) from err
     cls = getattr(module, attr, None)
     if not isinstance(cls, type):
         raise OutsideMethodError(f"{location}: {module_name} has no class {attr!r}")
     return cls
+
+
+def _import_failed(location: str, key: str, err: Exception) -> OutsideImportError:
+    """The error of a module whose own code raised while it was imported (it is forgotten, so a
+    later import runs it again)."""
+    if key.startswith("postrisk_outside_"):
+        sys.modules.pop(key, None)
+    return OutsideImportError(f"{location}: importing the module raised "
+                              f"{type(err).__name__}: {err}")
+
+
+def parameter_names(cls: type) -> list[str] | None:
+    """The keywords ``cls``'s constructor takes, in order (None where it takes any: ``**kwargs``,
+    or a signature that cannot be read)."""
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
 def default_name(method: Any) -> str:
