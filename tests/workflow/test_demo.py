@@ -117,10 +117,11 @@ def test_demo_end_to_end_within_budget(demo, capsys):
 
 
 @pytest.mark.slow
-def test_report_opens_in_a_real_browser(demo):
+def test_report_opens_in_a_real_browser(demo, tmp_path):
     """The demo's HTML report in headless Chromium (Debian's chromium and chromium-driver,
-    which .ci/run installs): every image loaded, every table of the manifest on the page, a
-    screenshot saved beside the report."""
+    which .ci/run installs), the page alone copied to an empty folder (it must be
+    self-contained): every image loaded, every figure and table of the manifest on the page, no
+    reference to another file, a screenshot saved beside the report."""
     chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     assert chromium and driver_path, (
         "this test needs Debian's chromium and chromium-driver (`apt-get install chromium "
@@ -128,8 +129,10 @@ def test_report_opens_in_a_real_browser(demo):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    report = demo / "results/report/index.html"
     manifest = json.loads((demo / "results/report/manifest.json").read_text())
+    alone = tmp_path / "copied" / "index.html"
+    alone.parent.mkdir()
+    shutil.copy(demo / "results/report/index.html", alone)
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -137,10 +140,15 @@ def test_report_opens_in_a_real_browser(demo):
         options.add_argument(flag)
     browser = webdriver.Chrome(service=Service(driver_path), options=options)
     try:
-        browser.get(report.resolve().as_uri())
+        browser.get(alone.resolve().as_uri())
         images = browser.execute_script(
-            "return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, "
-            "i.naturalWidth]);")
+            "return Array.from(document.images).map(i => [i.dataset.figure || "
+            "i.getAttribute('src'), i.complete, i.naturalWidth, "
+            "i.getAttribute('src').slice(0, 22)]);")
+        references = browser.execute_script(
+            "return Array.from(document.querySelectorAll('[src], [href]'))"
+            ".map(e => e.getAttribute('src') || e.getAttribute('href'))"
+            ".filter(r => !/^(data:|#|https?:)/.test(r));")
         tables = browser.execute_script(
             "return Array.from(document.querySelectorAll('section.table'))"
             ".filter(s => s.querySelector('table')).map(s => s.dataset.table);")
@@ -150,9 +158,12 @@ def test_report_opens_in_a_real_browser(demo):
     finally:
         browser.quit()
     assert len(images) == len(manifest["figures"]) >= 7
-    broken = [src for src, complete, width in images if not (complete and width > 0)]
-    assert not broken, f"images that did not load: {broken}"
-    assert sorted({src for src, _, _ in images}) == sorted(manifest["figures"])
+    broken = [name for name, complete, width, _ in images if not (complete and width > 0)]
+    assert not broken, f"images that did not load from the page alone: {broken}"
+    assert {src for *_, src in images} == {"data:image/png;base64,"}
+    assert sorted(name for name, *_ in images) == sorted(
+        f.rsplit("/", 1)[-1].removesuffix(".png") for f in manifest["figures"])
+    assert not references, f"the page references other files: {references}"
     assert set(manifest["tables"]) <= set(tables), set(manifest["tables"]) - set(tables)
     assert {"table3", "scores", "table7", "table8", "disentanglement"} <= set(tables)
     assert "demo scale — not comparable to the paper" in text

@@ -111,11 +111,38 @@ def _rank_histogram_axes(ax, prior: str, shares: np.ndarray, expected: np.ndarra
     # the exact bin probabilities of a calibrated sampler (D + 1 ranks in 20 bins)
     ax.step(np.arange(shares.size + 1) - 0.5, np.append(expected, expected[-1]), where="post",
             color="k", lw=1, ls="--", label="expected")
-    ax.legend(fontsize=6, loc="lower center")
     ax.set_title(f"{prior.upper()}: rank of f* among draws ({n_inst} instances, "
                  f"{n_points:,} points)", fontsize=9)
     ax.set_xlabel(f"rank bin ({shares.size})")
     ax.set_ylabel("share")
+
+
+def _legend_below(fig, ax) -> None:
+    """The panels' shared legend below them, outside every axes, so it hides no bar."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=len(handles), fontsize=7,
+                   frameon=False)
+
+
+def draw_rank_histograms(points: dict, priors: Sequence[str], n_inst: dict[str, int],
+                         n_points: dict[str, int]):
+    """One rank-histogram panel per prior of ``priors`` (``points``: the pooled per-prior
+    arrays of :func:`collect_checks`; a prior without any says so), their shared legend below
+    the panels, outside every axes."""
+    fig, axes = plt.subplots(1, len(priors), figsize=(4.5 * len(priors), 3.4), squeeze=False,
+                             layout="constrained")
+    for ax, prior in zip(axes[0], priors, strict=True):
+        if prior in points:
+            _rank_histogram_axes(ax, prior, points[prior]["rank_hist"],
+                                 points[prior]["rank_expected"], n_inst[prior], n_points[prior])
+        else:
+            ax.text(0.5, 0.5, f"{prior.upper()}: no valid instance", ha="center", va="center")
+            ax.set_axis_off()
+    drawn = [ax for ax in axes[0] if ax.get_legend_handles_labels()[0]]
+    if drawn:
+        _legend_below(fig, drawn[0])
+    return fig
 
 
 def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
@@ -123,7 +150,7 @@ def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
                  prior_figures: dict[str, str] | None = None) -> pd.DataFrame:
     """Table 3 over the valid instances (R̂ ≤ 1.05 rule) and, in ``sensitivity_csv``, over those
     whose BNN R̂ ≤ 1.01; the per-instance CSV keeps dropped ones, flagged; rank histograms
-    of all priors in one figure and one figure per prior."""
+    of all priors in one figure and one figure per prior (the legend below the panels)."""
     instances = mark_valid(collect_checks(task_paths)[0], n_valid)
     table, points = _table3_over(task_paths, instances, "valid", scale, rng)
     for path in (table_csv, instances_csv):
@@ -138,18 +165,7 @@ def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
     valid = {p: (instances["prior"] == p) & instances["valid"] for p in points}
     n_inst = {p: int(v.sum()) for p, v in valid.items()}
     n_pts = {p: int(instances.loc[v, "n_eval"].sum()) for p, v in valid.items()}
-    fig, axes = plt.subplots(1, len(points), figsize=(4.5 * len(points), 3.2), squeeze=False)
-    for ax, (prior, pts) in zip(axes[0], points.items(), strict=True):
-        _rank_histogram_axes(ax, prior, pts["rank_hist"], pts["rank_expected"], n_inst[prior],
-                             n_pts[prior])
-    save_figure(fig, figure_png, scale)
+    save_figure(draw_rank_histograms(points, list(points), n_inst, n_pts), figure_png, scale)
     for prior, path in (prior_figures or {}).items():
-        fig, ax = plt.subplots(figsize=(4.5, 3.2))
-        if prior in points:
-            _rank_histogram_axes(ax, prior, points[prior]["rank_hist"],
-                                 points[prior]["rank_expected"], n_inst[prior], n_pts[prior])
-        else:
-            ax.text(0.5, 0.5, f"{prior.upper()}: no valid instance", ha="center", va="center")
-            ax.set_axis_off()
-        save_figure(fig, path, scale)
+        save_figure(draw_rank_histograms(points, [prior], n_inst, n_pts), path, scale)
     return table

@@ -2,14 +2,18 @@
 
 It shows every figure and table of the run with a caption saying what it shows and at which
 scale, the run's configuration and the deviations from the paper, and writes a manifest
-(``manifest.json``: the ids of its tables and the paths of its figures) that the browser test
-checks the page against. The page is self-contained apart from the figures, which it links
-relative to itself (``../figures/…``), so the results folder can be moved or archived whole.
-No external scripts, fonts or styles: it opens offline.
+(``manifest.json``: the ids of its tables and the paths, relative to the page, of the figure
+files it embeds) that the browser test checks the page against. The page is one
+self-contained file: each figure's PNG is embedded in it (a base64 ``data:`` URI), and so are
+the PDF beside each figure and each table's CSV, as download links (a file above
+:data:`MAX_ATTACHMENT_BYTES` is named instead, by its path in the results folder). The page
+references no other file, so it can be copied, mailed or archived alone; no external scripts,
+fonts or styles: it opens offline.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import os
@@ -26,8 +30,12 @@ import yaml
 from postrisk.core.io import write_text_atomic
 from postrisk.report.style import format_value, scale_note
 
-#: Rows above which a table is shown in part (the CSV beside it holds every row).
+#: Rows above which a table is shown in part (the CSV linked from the page holds every row).
 MAX_ROWS = 400
+#: Files (a figure's PDF, a table's CSV) above this size are named, not embedded, in the page.
+MAX_ATTACHMENT_BYTES = 2_000_000
+
+_MIME = {".png": "image/png", ".pdf": "application/pdf", ".csv": "text/csv;charset=utf-8"}
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 78rem; padding: 0 1rem;
@@ -46,12 +54,34 @@ td.text, th.text { text-align: left; }
 .scroll { max-height: 32rem; overflow: auto; }
 pre { background: #f7f7f7; padding: .8rem; overflow: auto; font-size: .8rem; }
 code { background: #f3f3f3; padding: 0 .2rem; }
+.doc-ref { text-decoration: underline dotted; }
 """
+
+
+def data_uri(path: str | Path) -> str:
+    """The file at ``path`` as a base64 ``data:`` URI (its type from its suffix)."""
+    path = Path(path)
+    mime = _MIME.get(path.suffix.lower(), "application/octet-stream")
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def attachment_link(path: str | Path, text: str, shown_as: str) -> str:
+    """A download link holding the file at ``path`` (embedded, named as the file), or, for a
+    file above :data:`MAX_ATTACHMENT_BYTES`, ``shown_as`` (its path in the results folder) as
+    text; "" for a missing file."""
+    path = Path(path)
+    if not path.is_file():
+        return ""
+    if path.stat().st_size > MAX_ATTACHMENT_BYTES:
+        return (f"{html.escape(text)}: <code>{html.escape(shown_as)}</code> in the results "
+                f"folder (over {MAX_ATTACHMENT_BYTES // 1_000_000} MB, not embedded)")
+    return (f'<a href="{data_uri(path)}" download="{html.escape(path.name)}">'
+            f"{html.escape(text)}</a>")
 
 
 @dataclass(frozen=True)
 class ReportFigure:
-    """A figure file (PNG; a PDF beside it is linked) and what it shows."""
+    """A figure file (PNG, embedded; a PDF beside it is attached) and what it shows."""
 
     path: Path
     title: str
@@ -76,8 +106,9 @@ def _cell(value: object) -> tuple[str, str]:
     return html.escape(format_value(value)), ("" if numeric else "text")
 
 
-def table_html(table: ReportTable, rel: str | None) -> str:
-    """One table as HTML, with its caption, the scale note and a link to its CSV."""
+def table_html(table: ReportTable, csv_link: str = "") -> str:
+    """One table as HTML, with its caption, the scale note and ``csv_link`` (the HTML of its
+    CSV's link, :func:`attachment_link`)."""
     frame = table.frame
     shown = frame.head(MAX_ROWS)
     head = "".join(f'<th class="text">{html.escape(str(c))}</th>' for c in shown.columns)
@@ -88,7 +119,7 @@ def table_html(table: ReportTable, rel: str | None) -> str:
     more = (f"<p class='caption'>First {MAX_ROWS} of {len(frame)} rows; every row is in the "
             f"CSV.</p>" if len(frame) > MAX_ROWS else "")
     empty = "<p class='caption'>(no rows in this run)</p>" if frame.empty else ""
-    link = f' — <a href="{html.escape(rel)}">{html.escape(Path(rel).name)}</a>' if rel else ""
+    link = f" — {csv_link}" if csv_link else ""
     return (f'<section id="table-{table.name}" class="table" data-table="{table.name}">'
             f"<h3>{html.escape(table.title)}</h3>"
             f'<p class="caption">{html.escape(table.caption)}{link}</p>{empty}'
@@ -101,7 +132,17 @@ def _inline_markdown(text: str) -> str:
     text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
     text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
     text = re.sub(r"(?<![*\w])\*([^*]+)\*(?!\*)", r"<em>\1</em>", text)
-    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", _link, text)
+
+
+def _link(match: re.Match) -> str:
+    """A Markdown link: a web address or an anchor stays a link; a link to another document of
+    ``docs/`` (which is not beside the page) is its text, with the document's path on hover."""
+    text, target = match.groups()
+    if target.startswith(("http://", "https://", "#")):
+        return f'<a href="{target}">{text}</a>'
+    path = os.path.normpath(os.path.join("docs", target)).replace(os.sep, "/")
+    return f'<span class="doc-ref" title="{path}">{text}</span>'
 
 
 def markdown_html(text: str) -> str:
@@ -147,12 +188,22 @@ def markdown_html(text: str) -> str:
 def write_report(out_html: str | Path, manifest: str | Path, *, scale: str,
                  figures: Sequence[ReportFigure], tables: Sequence[ReportTable],
                  config: Mapping, deviations_md: str, title: str = "postrisk report") -> dict:
-    """Write the page (headed ``title``) and its manifest; return the manifest."""
+    """Write the page (headed ``title``; one file, every figure and attachment embedded) and its
+    manifest; return the manifest (its ``figures``: the embedded PNGs' paths relative to the
+    page, for provenance)."""
     out_html = Path(out_html)
     base = out_html.parent
 
-    def rel(path: Path | None) -> str | None:
-        return None if path is None else os.path.relpath(Path(path), base).replace(os.sep, "/")
+    def rel(path: Path) -> str:
+        return os.path.relpath(Path(path), base).replace(os.sep, "/")
+
+    def outside(path: Path) -> str:
+        """A file's path in the results folder (the page's folder's parent)."""
+        return os.path.relpath(Path(path), base.parent).replace(os.sep, "/")
+
+    def csv_link(table: ReportTable) -> str:
+        return ("" if table.csv is None else
+                attachment_link(table.csv, Path(table.csv).name, outside(table.csv)))
 
     note = scale_note(scale)
     banner = (f'<p class="scale">{html.escape(note)}: every number and figure below comes from '
@@ -164,13 +215,14 @@ def write_report(out_html: str | Path, manifest: str | Path, *, scale: str,
             "<li><a href='#deviations'>Deviations from the paper</a></li>"]
     figure_html = []
     for fig in figures:
-        pdf = Path(fig.path).with_suffix(".pdf")
-        pdf_link = (f' (<a href="{html.escape(rel(pdf))}">PDF</a>)' if pdf.exists() else "")
+        stem = Path(fig.path).stem
+        pdf = attachment_link(Path(fig.path).with_suffix(".pdf"), "PDF",
+                              outside(Path(fig.path).with_suffix(".pdf")))
         figure_html.append(
-            f'<figure id="figure-{Path(fig.path).stem}"><img src="{html.escape(rel(fig.path))}" '
+            f'<figure id="figure-{stem}"><img src="{data_uri(fig.path)}" data-figure="{stem}" '
             f'alt="{html.escape(fig.title)}"><figcaption><strong>{html.escape(fig.title)}.'
             f"</strong> {html.escape(fig.caption)}{' (' + html.escape(note) + ')' if note else ''}"
-            f"{pdf_link}</figcaption></figure>")
+            f"{' (' + pdf + ')' if pdf else ''}</figcaption></figure>")
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -188,7 +240,7 @@ datasets).</p>
 <h2 id="figures">Figures</h2>
 {''.join(figure_html)}
 <h2 id="tables">Tables</h2>
-{''.join(table_html(t, rel(t.csv)) for t in tables)}
+{''.join(table_html(t, csv_link(t)) for t in tables)}
 <h2 id="configuration">Configuration of this run</h2>
 <pre>{html.escape(yaml.safe_dump(dict(config), sort_keys=False, allow_unicode=True))}</pre>
 <h2 id="deviations">Deviations from the paper</h2>

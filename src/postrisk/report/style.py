@@ -35,11 +35,13 @@ def scale_note(scale: str) -> str:
 
 
 def save_figure(fig, path, scale: str) -> None:
-    """Save ``fig`` as ``path`` (PNG) and as a PDF beside it, with the scale note on top."""
+    """Save ``fig`` as ``path`` (PNG) and as a PDF beside it, with the scale note on top (laid
+    out tight unless the figure has a layout engine, e.g. constrained)."""
     note = scale_note(scale)
     if note:
         fig.suptitle(note, fontsize=9, color="tab:red")
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     png, pdf = figure_files(str(path))
     fig.savefig(png, dpi=120)
