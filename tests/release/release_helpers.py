@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -111,3 +112,18 @@ def config_with_base_url(folder: Path, url: str | None) -> Path:
     path = folder / "config.yaml"
     path.write_text(text.replace(old, f"  base_url: {url if url else 'null'}"))
     return path
+
+
+@contextlib.contextmanager
+def served_with_base_url(out: Path, tmp_path: Path, monkeypatch):
+    """The release ``out`` served on loopback, the working folder one whose config.yaml sets
+    ``release.base_url`` to it (a published release): yields (server, URL)."""
+    from tests.http_fixture import FakeSources, serve_files
+
+    with FakeSources() as server:
+        url = serve_files(server, out)
+        work = tmp_path / "work"
+        work.mkdir()
+        config_with_base_url(work, url)
+        monkeypatch.chdir(work)
+        yield server, url

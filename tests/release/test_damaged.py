@@ -17,7 +17,7 @@ from postrisk.release import MANIFEST
 from postrisk.release.download import LOCK, STAGING, ReleaseDownloadFailed, download_release
 from postrisk.release.load import ReleaseError
 from tests.http_fixture import FakeSources, serve_files
-from tests.release.release_helpers import KEYS, config_with_base_url
+from tests.release.release_helpers import KEYS, served_with_base_url
 
 KEY = KEYS[0].label  # concrete/gp/bump/balanced/0, in concrete_gp.zip
 
@@ -74,12 +74,7 @@ def test_damaged_file_in_the_cli_is_one_line(damaged, capsys):
 def test_the_repair_works_as_written(release, damaged, tmp_path, monkeypatch, capsys):
     """With release.base_url configured, the hint has no --url, and running it repairs."""
     out, _ = release
-    with FakeSources() as server:
-        url = serve_files(server, out)
-        work = tmp_path / "work"
-        work.mkdir()
-        config_with_base_url(work, url)
-        monkeypatch.chdir(work)
+    with served_with_base_url(out, tmp_path, monkeypatch) as (server, _):
         with pytest.raises(ReleaseError) as err:
             postrisk.load_task(KEY, root=damaged)
         hint = str(err.value).split("`")[1]

@@ -12,8 +12,7 @@ import pytest
 import postrisk
 from postrisk.cli import main
 from postrisk.release import MANIFEST
-from tests.http_fixture import FakeSources, serve_files
-from tests.release.release_helpers import DROPPED, KEYS, config_with_base_url
+from tests.release.release_helpers import DROPPED, KEYS, served_with_base_url
 
 
 def test_list_tasks_misspelt_names_raise_valid_absent_ones_match_nothing(release):
@@ -112,12 +111,7 @@ def test_load_task_download_hint_works_as_written(release, tmp_path, monkeypatch
     task."""
     out, manifest = release
     dest = tmp_path / "my data"  # a space: the hint quotes it
-    with FakeSources() as server:
-        url = serve_files(server, out)
-        work = tmp_path / "work"
-        work.mkdir()
-        config_with_base_url(work, url)
-        monkeypatch.chdir(work)
+    with served_with_base_url(out, tmp_path, monkeypatch):
         with pytest.raises(LookupError) as err:
             postrisk.load_task(KEYS[3].label, root=dest)
         hint = str(err.value).split("`")[1]

@@ -2,7 +2,6 @@
 checked before snakemake starts."""
 
 import subprocess
-from importlib.util import find_spec
 
 import pytest
 
@@ -46,8 +45,6 @@ def test_the_current_folders_checkout_comes_first(tmp_path, monkeypatch):
 
 
 def test_the_command_line_says_which_snakefile(tmp_path, monkeypatch, capsys, no_snakemake):
-    if find_spec("snakemake") is None:
-        pytest.skip("snakemake is not installed")
     mine = _checkout(tmp_path / "mine").resolve()
     monkeypatch.chdir(mine)
     assert main(["task", "concrete/gp/smooth_monotone/balanced/0", "--cores", "1"]) == 0
