@@ -64,3 +64,18 @@ def test_column_matching_and_aliases():
     assert mapping == {"cement": "Cement", "Strength": "compressive_strength"}
     with pytest.raises(KeyError, match="not in the source table"):
         resolve_columns(["a"], ["b"])
+
+
+def test_row_filter_keeps_the_listed_values_before_the_column_list():
+    from postrisk.covariates.clean import select_rows
+
+    frame = pd.DataFrame({"Cut ": ["Ideal", "Fair", "Ideal ", "Good"],
+                          "carat": [1.0, 2.0, 3.0, 4.0]})
+    kept = select_rows(frame, {"cut": ("Ideal",)})
+    assert kept["carat"].tolist() == [1.0, 3.0]  # names matched normalised, values stripped
+    assert select_rows(frame, {"cut": ("Fair", "Good")})["carat"].tolist() == [2.0, 4.0]
+    assert select_rows(frame, {}) is frame
+    with pytest.raises(ValueError, match=r"row filter cut: \['Idael'\] occur in no row.*'Fair'"):
+        select_rows(frame, {"cut": ("Idael",)})
+    with pytest.raises(KeyError, match="colour"):
+        select_rows(frame, {"colour": ("D",)})

@@ -73,3 +73,38 @@ def test_pydataset_tables_read_from_the_package_archive():
     assert {"whrswk", "experience", "kidslt6", "kids618", "husby"} <= set(hi.columns)
     with pytest.raises(Exception, match="expected one member nosuchtable.csv"):
         read_pydataset_table("nosuchtable")
+
+
+def test_offline_pair_keeps_one_cut_each_and_shifts(offline_covariates):
+    """The OOD study's offline pair from the packaged Diamonds: each entry's row count is its
+    cut's (the registry's N), the fair cut is scaled with the ideal cut's constants, and the
+    two populations differ (the fair cut sits far from the ideal cut's centre: a real shift,
+    which the study's distance matching then removes)."""
+    import numpy as np
+
+    from postrisk.covariates import FetchSettings, build_covariates
+    from postrisk.covariates.clean import MinMaxScaling
+    from postrisk.evaluation.ood_proxy import mahalanobis_distance, ood_auroc
+
+    settings = FetchSettings(prefer_offline_package=True)
+    ideal = build_covariates("diamonds_ideal", settings)
+    scaling = MinMaxScaling(columns=tuple(map(str, ideal["feature"].values)),
+                            minimum=ideal["scale_min"].values,
+                            maximum=ideal["scale_max"].values, reference="diamonds_ideal")
+    fair = build_covariates("diamonds_fair", settings, scaling=scaling)
+    for ds, name in ((ideal, "diamonds_ideal"), (fair, "diamonds_fair")):
+        spec = get_dataset(name)
+        assert (ds.sizes["row"], ds.sizes["feature"]) == (spec.N, spec.d)
+        assert json.loads(ds.attrs["row_filter"]) == {"cut": list(spec.rows["cut"])}
+        assert ds.attrs["rows_in_source"] == offline_covariates["diamonds"].sizes["row"]
+    assert fair.attrs["scaling_reference"] == "diamonds_ideal"
+    assert (fair["scale_min"].values == ideal["scale_min"].values).all()
+    x_ideal, x_fair = ideal["x"].values, fair["x"].values
+    assert x_ideal.min() == 0.0 and x_ideal.max() == 1.0
+    assert ((x_fair < 0) | (x_fair > 1)).any(), "the fair cut leaves the ideal cut's range"
+    train = x_ideal[ideal["candidate_index"].values]
+    query = np.vstack([x_ideal[ideal["eval_index"].values], x_fair])
+    is_ood = np.r_[np.zeros(ideal.sizes["eval"], bool), np.ones(len(x_fair), bool)]
+    assert ood_auroc(mahalanobis_distance(train, query), is_ood) > 0.9
+    # the full Diamonds store is untouched by the pair's entries
+    assert "row_filter" not in offline_covariates["diamonds"].attrs

@@ -3,7 +3,12 @@ public code, which agree with Table 4)."""
 
 import pytest
 
-from postrisk.covariates.registry import get_dataset, registry, task_datasets
+from postrisk.covariates.registry import (
+    benchmark_datasets,
+    get_dataset,
+    registry,
+    task_datasets,
+)
 
 TABLE4 = {  # name: (source, d, N, n_eval, n, noise_to_signal, kernel)
     "abalone": ("UCI 1", 7, 4177, 1500, 2084, 0.28, ("arccos0",)),
@@ -22,9 +27,34 @@ TABLE4 = {  # name: (source, d, N, n_eval, n, noise_to_signal, kernel)
 }
 
 
-def test_fourteen_entries_in_table_order():
-    assert list(registry()) == [*TABLE4, "red_wine"]
-    assert task_datasets() == list(TABLE4)
+#: The OOD study's offline pair: (in distribution, OOD).
+OFFLINE_PAIR = ("diamonds_ideal", "diamonds_fair")
+
+
+def test_table4_then_red_wine_then_the_offline_pair():
+    assert list(registry()) == [*TABLE4, "red_wine", *OFFLINE_PAIR]
+    assert benchmark_datasets() == list(TABLE4)
+    assert task_datasets() == [*TABLE4, "diamonds_ideal"]
+    assert {registry()[n].role for n in TABLE4} == {"benchmark"}
+
+
+def test_offline_pair_is_two_cuts_of_diamonds():
+    """The pair has Diamonds' columns and target, one cut each; the in-distribution half is a
+    task dataset of its own with Diamonds' n, kernel and ρ, the OOD half covariates only,
+    scaled with the in-distribution half's constants (as Red Wine with White Wine's)."""
+    diamonds = get_dataset("diamonds")
+    ideal, fair = map(get_dataset, OFFLINE_PAIR)
+    for spec in (ideal, fair):
+        assert (spec.columns, spec.target, spec.source) == (diamonds.columns, diamonds.target,
+                                                             diamonds.source)
+        assert spec.offline_source == diamonds.offline_source
+        assert spec.n_eval == min(1500, spec.N // 2)
+    assert ideal.rows == {"cut": ("Ideal",)} and fair.rows == {"cut": ("Fair",)}
+    assert ideal.role == "study" and ideal.is_task_dataset and ideal.scaling_reference is None
+    assert (ideal.n, ideal.kernel, ideal.noise_to_signal) == (diamonds.n, diamonds.kernel,
+                                                              diamonds.noise_to_signal)
+    assert fair.role == "ood" and not fair.is_task_dataset
+    assert fair.scaling_reference == "diamonds_ideal"
 
 
 @pytest.mark.parametrize("name", TABLE4)
@@ -43,7 +73,7 @@ def test_entry_matches_table4(name):
 def test_red_wine_scaled_with_white_wine():
     red, white = get_dataset("red_wine"), get_dataset("white_wine")
     assert red.source.label == "OpenML 44972" and red.scaling_reference == "white_wine"
-    assert red.columns == white.columns and not red.is_task_dataset
+    assert red.columns == white.columns and not red.is_task_dataset and red.role == "ood"
 
 
 def test_unknown_dataset_names_allowed():

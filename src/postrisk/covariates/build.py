@@ -16,7 +16,7 @@ import xarray as xr
 from postrisk.core import seeding
 from postrisk.core.io import json_attr, library_versions, open_zarr, write_zarr_atomic
 from postrisk.covariates import COVARIATES_SCHEMA_VERSION
-from postrisk.covariates.clean import MinMaxScaling, clean_covariates, fit_min_max
+from postrisk.covariates.clean import MinMaxScaling, clean_covariates, fit_min_max, select_rows
 from postrisk.covariates.fetch import RawTable, load_raw_table
 from postrisk.covariates.pools import (
     covariate_groups,
@@ -90,7 +90,8 @@ def build_covariates(spec: DatasetSpec | str, fetch: FetchSettings | None = None
 
 def covariates_from_raw(spec: DatasetSpec, raw: RawTable, n_eval_cap: int = 1500,
                         scaling: MinMaxScaling | None = None) -> xr.Dataset:
-    cleaned = clean_covariates(raw.frame, spec.columns, spec.target, spec.aliases)
+    frame = select_rows(raw.frame, spec.rows, spec.aliases)
+    cleaned = clean_covariates(frame, spec.columns, spec.target, spec.aliases)
     scaling = scaling or fit_min_max(cleaned.x, reference=spec.name)
     x = scaling.apply(cleaned.x).to_numpy(dtype=float)
     n_rows, d = x.shape
@@ -154,6 +155,8 @@ def covariates_from_raw(spec: DatasetSpec, raw: RawTable, n_eval_cap: int = 1500
             "dropped_columns": json_attr(cleaned.dropped_columns),
             "binary_levels": json_attr({k: list(v) for k, v in cleaned.binary_levels.items()}),
             "rows_before_cleaning": cleaned.rows_in,
+            **({"row_filter": json_attr({k: list(v) for k, v in spec.rows.items()}),
+                "rows_in_source": len(raw.frame)} if spec.rows else {}),
             "rows_with_missing": cleaned.rows_with_missing,
             "split_seed_key": json_attr(["pools", spec.name]),
             "split_grouping": "identical covariate rows on one side",

