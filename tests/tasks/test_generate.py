@@ -206,3 +206,26 @@ def test_config_digest_of_a_sample_covers_sizes_and_its_prior_section(repo):
     # another family's settings or the posterior do not change a GP sample
     assert config_digest(deep_merge(cfg, {"bnn_prior": {"hidden": 10}}), "gp") == base
     assert config_digest(deep_merge(cfg, {"posterior": {"gp": {"draws": 50}}}), "gp") == base
+
+
+def test_exact_posterior_at_other_inputs_is_the_stored_posterior_at_x_eval(concrete, gp_params):
+    """A GP instance's exact posterior anywhere (the OOD study's rows) is the posterior the
+    store holds at x_eval, there; elsewhere it shrinks towards the prior where data are near
+    (training inputs: below the prior variance a²k(x, x)); an HBART instance says it has only
+    draws."""
+    from postrisk.tasks.task import Task
+
+    key = TaskKey("concrete", "gp", "smooth_monotone", "balanced", 0)
+    task = Task(build_task(build_sample(key, concrete, gp_params, 80), {"draws": 50}))
+    mean, var = task.exact_posterior_at(task.x_eval)
+    np.testing.assert_allclose(mean, task.posterior_mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(var, task.posterior_var, rtol=1e-10, atol=1e-12)
+    far = task.x_train[:5] + 3.0  # outside the unit cube the data were scaled into
+    _, var_far = task.exact_posterior_at(far)
+    _, var_near = task.exact_posterior_at(task.x_train[:5])
+    assert (var_far > var_near).all()
+    with pytest.raises(ValueError, match="shape"):
+        task.exact_posterior_at(task.x_eval[:, :3])
+    hbart = Task(task.ds.assign_attrs(prior="hbart"))
+    with pytest.raises(ValueError, match="draws at the evaluation points"):
+        hbart.exact_posterior_at(task.x_eval)

@@ -100,6 +100,28 @@ class Task:
     def sampler_settings(self) -> dict:
         return json.loads(self.ds.attrs["sampler_settings"])
 
+    def exact_posterior_at(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """The reference posterior's mean and variance of f at any inputs ``x`` (m, d) — beyond
+        the evaluation points, e.g. the OOD study's rows — where the prior's posterior is exact
+        (GP instances: the prior's ``posterior_moments``, conditioned on this instance's
+        training data and noise variances; at ``x_eval`` it gives the stored ``posterior_mean``
+        and ``posterior_var``). A ``ValueError`` for the sampled posteriors (HBART, BNN),
+        whose draws exist only at the evaluation points."""
+        from postrisk.priors.base import get_prior
+
+        prior = get_prior(self.ds.attrs["prior"])
+        if not hasattr(prior, "posterior_moments"):
+            raise ValueError(f"the {self.ds.attrs['prior']} prior's reference posterior is a "
+                             "set of draws at the evaluation points; its moments elsewhere "
+                             "are known only for GP instances")
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.ds.sizes["feature"]:
+            raise ValueError(f"x must have shape (m, {self.ds.sizes['feature']}), got "
+                             f"{x.shape}")
+        return prior.posterior_moments(json.loads(self.ds.attrs["prior_params"]),
+                                       self.x_train, self.y_train,
+                                       self.ds["noise_var_train"].values, x)
+
     def eu_targets(self, pred_mean: np.ndarray) -> dict[str, np.ndarray]:
         return oracle.eu_targets(pred_mean, self.posterior_mean, self.posterior_var,
                                  self.f_true_eval)

@@ -54,6 +54,15 @@ class GaussianProcessPrior:
         return sample_prior(Kernel.from_dict(params["kernel"]), params["a"], x, rng, size=1,
                             info=info)[0]
 
+    def posterior_moments(self, params, x_train, y_train, noise_var_train, x):
+        """The exact posterior mean and marginal variance of f at any inputs ``x`` (m, d), no
+        draws: the moments :meth:`posterior` gives at the evaluation points, anywhere else
+        (the OOD study's rows)."""
+        from postrisk.gp.exact import posterior_moments
+
+        return posterior_moments(Kernel.from_dict(params["kernel"]), params["a"], x_train,
+                                 y_train, noise_var_train, x)
+
     def posterior(self, params, x_train, y_train, noise_var_train, x_eval, rng, settings):
         from postrisk.gp.exact import posterior_draws
         from postrisk.gp.kernels import Kernel
