@@ -7,6 +7,7 @@ import pytest
 import xarray as xr
 
 from postrisk.core.io import open_zarr, write_zarr_atomic
+from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.build import Covariates
 from postrisk.evaluation.ood_study import ood_records, write_ood_fits
 from postrisk.gp.kernels import default_kernel
@@ -33,7 +34,9 @@ def study(offline_covariates, tmp_path_factory):
     rng = np.random.default_rng(5)
     shifted = concrete.x[rng.choice(concrete.x.shape[0], 300, replace=False)] + 0.08
     ood = write_zarr_atomic(xr.Dataset({"x": (("row", "feature"), shifted)},
-                                       attrs={"dataset": "shifted"}), root / "ood.zarr")
+                                       attrs={"dataset": "shifted",
+                                              "schema_version": COVARIATES_SCHEMA_VERSION}),
+                            root / "ood.zarr")
     fits = write_ood_fits(bench, tasks, ood, root / "ood_blr.zarr", n_max=150)
     return {"tasks": tasks, "bench": bench, "ood": ood, "fits": fits, "records": records}
 

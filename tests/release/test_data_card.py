@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -48,6 +49,10 @@ def test_citation_cff_prefers_the_paper(citation):
 
 def test_data_card_names_every_dataset_and_its_licence(card):
     specs = registry()
+    # the dataset table: one row per registry entry (its ten columns tell it from the others)
+    rows = [line for line in card.splitlines()
+            if re.match(r"\| `\w+` \|", line) and line.count("|") == 11]
+    assert sorted(line.split("`")[1] for line in rows) == sorted(specs)
     for spec in specs.values():
         assert spec.display_name in card, spec.name
         assert spec.licence in card, f"{spec.name}: licence {spec.licence!r}"

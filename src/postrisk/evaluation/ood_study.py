@@ -25,6 +25,7 @@ import numpy as np
 
 from postrisk.core import seeding
 from postrisk.core.io import json_attr, open_zarr, write_zarr_atomic
+from postrisk.covariates.build import load_covariates
 from postrisk.evaluation.ood_fits import (
     MAX_QUERY,
     fit_at_query,
@@ -46,8 +47,8 @@ OOD_FIT_SCHEMA = "ood-fit-1"
 
 def _ood_rows(path: str | Path) -> tuple[str, np.ndarray]:
     """The OOD set's name and its (scaled) covariate rows, from its covariate store."""
-    ds = open_zarr(path)
-    return str(ds.attrs["dataset"]), np.asarray(ds["x"].values, dtype=np.float64)
+    covariates = load_covariates(path)
+    return str(covariates.ds.attrs["dataset"]), np.asarray(covariates.x, dtype=np.float64)
 
 
 def write_ood_fits(fit_store: str | Path, tasks: Mapping[int, str | Path],
@@ -67,8 +68,10 @@ def write_ood_fits(fit_store: str | Path, tasks: Mapping[int, str | Path],
     columns: dict[str, list] = {k: [] for k in ("mean", "aleatoric_var", "epistemic_var",
                                                 "is_ood", "row", "posterior_var", "status",
                                                 "error")}
+    keys = []
     for seed in seeds:
         task = Task.load(tasks[seed])
+        keys.append(TaskKey.from_attrs(task.ds.attrs))
         query = study_query(task, x_ood, ood_name, n_max)
         record = fit_at_query(method, config, task, query, n_threads=n_threads)
         truth = true_posterior_variance(task, query)
@@ -95,7 +98,7 @@ def write_ood_fits(fit_store: str | Path, tasks: Mapping[int, str | Path],
         values = np.empty(len(seeds), dtype=object)
         values[:] = columns[name]
         data[name] = (("seed",), values)
-    key = TaskKey.from_attrs(Task.load(tasks[seeds[0]]).ds.attrs)
+    key = keys[0]
     ds = xr.Dataset(data, coords={"seed": np.asarray(seeds, dtype=np.int64)},
                     attrs={"schema_version": OOD_FIT_SCHEMA, "method": method,
                            "config": json_attr(config), "ood_dataset": ood_name,
