@@ -1,7 +1,7 @@
 # The paper's studies (docs/design.md, "Studies"): each a stage of its own, planned where the
 # config's `studies.<study>` names something to run, with one page of every study's tables
 # (`results/studies/index.html`). `snakemake studies` builds them all; `snakemake <study>`
-# one (`warmup_check`).
+# one (`warmup_check`, `ood_study`).
 
 
 # App. B.7: the benchmark's HBART instances rebuilt with factor × the warm-up (same samples,
@@ -55,6 +55,62 @@ rule warmup_check:
         **resources_of(SIMPLE["warmup_check"]),
     script:
         "../scripts/warmup_check.py"
+
+
+# App. D.3: is OOD detection a proxy for EU? Each method refitted on the in-distribution
+# instances as the benchmark fits them and asked at held-out points and OOD rows (one rule per
+# output shape like the fit stage), then the records, Tables 11–12, the ground-truth half and
+# Figure 3B in one job.
+for _rule in GROUPED["ood_fit"]:
+
+    rule:
+        name:
+            _rule.name
+        input:
+            inputs_of(_rule),
+        output:
+            [directory(p) for p in _rule.outputs["ood_fit"]],
+        params:
+            jobs=jobs_of(_rule),
+        log:
+            _rule.log,
+        benchmark:
+            _rule.benchmark
+        wildcard_constraints:
+            **_rule.constraints,
+        conda:
+            env(_rule.env)
+        threads: threads_of(_rule)
+        resources:
+            **resources_of(_rule),
+        script:
+            "../scripts/ood_fit.py"
+
+
+rule ood_study:
+    input:
+        fits=PLANNER.ood_stores()["fits"],
+        samples=PLANNER.ood_stores()["samples"],
+        ood=PLANNER.ood_stores()["ood"],
+        scores=PLANNER.ood_stores()["scores"],
+    output:
+        tables=primary_files(*stage_tables("ood_study")),
+        figure=path_of("fig3b_ood_auroc"),
+        companions=companion_files("fig3b_ood_auroc"),
+    params:
+        ids=stage_tables("ood_study"),
+        scale=config["scale"],
+    log:
+        SIMPLE["ood_study"].log,
+    benchmark:
+        SIMPLE["ood_study"].benchmark
+    conda:
+        env("core")
+    threads: threads_of(SIMPLE["ood_study"])
+    resources:
+        **resources_of(SIMPLE["ood_study"]),
+    script:
+        "../scripts/ood_study.py"
 
 
 rule studies_report:

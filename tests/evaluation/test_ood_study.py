@@ -1,6 +1,8 @@
 """The OOD study's steps on files: fits at the query rows from a benchmark fit store, then the
 records and the tables, on two small GP instances and a shifted OOD set."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +11,11 @@ import xarray as xr
 from postrisk.core.io import open_zarr, write_zarr_atomic
 from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.build import Covariates
-from postrisk.evaluation.ood_study import ood_records, write_ood_fits
+from postrisk.evaluation.ood_study import (
+    benchmark_configuration,
+    ood_records,
+    write_ood_fits,
+)
 from postrisk.gp.kernels import default_kernel
 from postrisk.methods.records import fit_records_to_dataset
 from postrisk.methods.runner import run_fit
@@ -37,7 +43,10 @@ def study(offline_covariates, tmp_path_factory):
                                        attrs={"dataset": "shifted",
                                               "schema_version": COVARIATES_SCHEMA_VERSION}),
                             root / "ood.zarr")
-    fits = write_ood_fits(bench, tasks, ood, root / "ood_blr.zarr", n_max=150)
+    method, config, seeds = benchmark_configuration(bench, 5)
+    assert (method, seeds) == ("blr", [0, 1])  # every seed the store holds, fewer than 5
+    fits = write_ood_fits(method, config, {s: tasks[s] for s in seeds}, ood,
+                          root / "ood_blr.zarr", n_max=150)
     return {"tasks": tasks, "bench": bench, "ood": ood, "fits": fits, "records": records}
 
 
@@ -74,7 +83,23 @@ def test_records_and_tables(study):
     assert (truth.loc[truth["kind"] == "truth", "auroc_all"] > 0.6).all()  # so does the truth
 
 
-def test_a_fit_store_needs_every_seeds_task(study, tmp_path):
-    with pytest.raises(ValueError, match=r"no task store given for seed\(s\) \[1\]"):
-        write_ood_fits(study["bench"], {0: study["tasks"][0]}, study["ood"],
-                       tmp_path / "x.zarr")
+def test_the_benchmark_configuration_takes_the_first_seeds(study):
+    method, config, seeds = benchmark_configuration(study["bench"], 1)
+    assert (method, seeds) == ("blr", [0])
+    assert config == json.loads(open_zarr(study["bench"]).attrs["config"])
+
+
+def test_the_study_reads_sample_stores_alike(study, tmp_path):
+    # a study dataset's instances are sample stores: the same fits and truth as from the tasks
+    from postrisk.tasks.store import SAMPLE_ATTRS, SAMPLE_VARIABLES
+
+    task = open_zarr(study["tasks"][0])
+    sample = task[list(SAMPLE_VARIABLES)]
+    sample.attrs = {k: task.attrs[k] for k in SAMPLE_ATTRS} | {"store_kind": "sample"}
+    path = write_zarr_atomic(sample, tmp_path / "sample0.zarr")
+    out = write_ood_fits("blr", {}, {0: path}, study["ood"], tmp_path / "x.zarr", n_max=150)
+    ours, theirs = open_zarr(out), open_zarr(study["fits"])
+    for name in ("epistemic_var", "posterior_var", "row"):
+        np.testing.assert_array_equal(ours[name].values[0], theirs[name].values[0])
+    with pytest.raises(ValueError, match="no instance"):
+        write_ood_fits("blr", {}, {}, study["ood"], tmp_path / "y.zarr")

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from postrisk.core.io import open_zarr
-from postrisk.grid import Planner, load_config
+from postrisk.grid import ConfigError, Planner, load_config, path
 from postrisk.tasks.store import validate_store
 from tests.workflow_helpers import REPO, snakemake
 
@@ -111,5 +111,100 @@ def test_the_studies_preset_reuses_the_demos_instances():
     assert studies.studies()
     # same task stores, same posterior jobs: `make studies` rebuilds none of the demo's stores
     assert studies.task_stores() == demo.task_stores()
-    assert [j.payload for r in studies.stage_rules("posterior") for j in r.jobs.values()] == \
-        [j.payload for r in demo.stage_rules("posterior") for j in r.jobs.values()]
+    for stage in ("posterior", "fit", "score"):  # and the same fits and scores
+        assert [(r.name, j.payload) for r in studies.stage_rules(stage)
+                for j in r.jobs.values()] == [(r.name, j.payload) for r in demo.stage_rules(stage)
+                                              for j in r.jobs.values()]
+    # the study dataset's instances are jobs of their own, beside the demo's unchanged ones
+    demo_samples = {(r.name, k): j.payload for r in demo.stage_rules("sample")
+                    for k, j in r.jobs.items()}
+    assert all({(r.name, k): j.payload for r in studies.stage_rules("sample")
+                for k, j in r.jobs.items()}.get(key) == payload
+               for key, payload in demo_samples.items())
+
+
+#: The OOD study at toy size on the offline pair: two cheap methods on the smoke grid's one GP
+#: instance of Concrete (the benchmark ranking) and on two GP instances of the study dataset,
+#: asked at 60 held-out points and 60 OOD rows.
+TOY_OOD = {
+    "methods": ["blr", "examples.knn_uncertainty:KNNUncertainty"],
+    "tuning": {"methods": []}, "disentanglement": {"methods": []},
+    "studies": {"ood_proxy": {"in_distribution": "diamonds_ideal", "ood": "diamonds_fair",
+                              "priors": ["gp"], "seeds_per_prior": 2, "n_query": 60}},
+    "group_by": {"ood_fit": ["method"]},
+}
+
+
+def test_ood_study_at_toy_size(tmp_path):
+    preset = tmp_path / "toy_ood.yaml"
+    preset.write_text(yaml.safe_dump(TOY_OOD))
+    planner = Planner(load_config(REPO / "config.yaml", SMOKE, preset))
+    assert planner.studies() == ["ood_proxy"]
+    units = planner.units["ood_fit"]
+    assert {u.method for u in units} == {"blr", "knn_uncertainty"}
+    assert all(u.benchmark is None and u.seeds == (0, 1) for u in units)  # a study dataset
+    run = snakemake(tmp_path, "studies", "--cores", "2", "--configfile", str(SMOKE), str(preset))
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = tmp_path / "results" / "studies"
+    table11 = pd.read_csv(results / "table11.csv")
+    assert (table11["scale"] == "smoke").all()
+    assert table11["method"].tolist()[-3:] == ["mahalanobis", "knn10", "classifier"]
+    assert set(table11["method"][:2]) == {"blr", "knn_uncertainty"}
+    assert (table11["n_instances"] == 2).all()
+    assert table11["auroc_all"].between(0, 1).all()
+    # (the classifier bound's 5 folds need more matched points than the toy size leaves)
+    assert table11.loc[table11["method"] != "classifier", "auroc_matched"].between(0, 1).all()
+    # the offline pair is a real shift: the separability bound sees it
+    assert table11.set_index("method").loc["classifier", "auroc_all"] > 0.7
+    table12 = pd.read_csv(results / "table12.csv")
+    assert len(table12) == 8 and set(table12["version"]) == {"all", "matched"}
+    truth = pd.read_csv(results / "ood_ground_truth.csv")
+    assert "GP oracle: true posterior variance" in truth["display_name"].tolist()
+    assert (results / "fig3b_ood_auroc.png").stat().st_size > 0
+    assert (results / "fig3b_ood_auroc.pdf").stat().st_size > 0
+    for unit in units:
+        store = open_zarr(tmp_path / unit.out)
+        assert store.attrs["ood_dataset"] == "diamonds_fair"
+        assert store["is_ood"].values.sum(axis=1).tolist() == [60, 60]
+    page = (results / "index.html").read_text()
+    assert "paper Table 11" in page and "paper Figure 3B" in page
+    # the study's instances are sample stores: no reference posterior was sampled for them
+    assert not (tmp_path / "results/tasks/diamonds_ideal").exists()
+    again = snakemake(tmp_path, "studies", "-n", "--configfile", str(SMOKE), str(preset))
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_the_paper_config_plans_the_wine_study_with_resources():
+    planner = Planner(load_config(REPO / "config.yaml"))
+    study = planner.config["studies"]["ood_proxy"]
+    assert (study["in_distribution"], study["ood"]) == ("white_wine", "red_wine")
+    units = planner.units["ood_fit"]
+    cells = {(u.condition.prior, u.condition.noise, u.condition.coverage) for u in units}
+    assert cells == {(p, study["noise"], study["coverage"]) for p in study["priors"]}
+    assert {u.method for u in units} == set(planner.config["methods"])  # no ablation in it
+    for unit in units:  # the benchmark's own instances and fits
+        assert unit.condition.dataset == "white_wine" and unit.benchmark in unit.inputs
+        assert unit.benchmark == path("fit", **unit.condition._asdict(), method=unit.method)
+        assert unit.n_seeds == study["seeds_per_prior"] and unit.n_query == study["n_query"]
+        assert unit.ood_covariates == path("covariates", dataset="red_wine")
+    for rule in planner.stage_rules("ood_fit"):
+        for job in rule.jobs.values():
+            assert job.resources.threads >= 1 and job.resources.runtime > 0
+    assert planner.rule("ood_study").jobs
+    files = planner.study_files()
+    assert "results/studies/table11.csv" in files and "results/studies/table12.csv" in files
+
+
+def test_an_ood_study_of_a_benchmark_dataset_outside_the_grid_plans_nothing():
+    # the demo keeps the paper's pair (White Wine is no demo dataset): nothing of it is planned
+    planner = Planner(load_config(REPO / "config.yaml", REPO / "presets" / "demo.yaml"))
+    assert "ood_proxy" not in planner.studies() and not planner.units["ood_fit"]
+    assert "white_wine" not in planner.covariate_datasets
+
+
+def test_an_ood_set_must_be_scaled_with_its_in_distribution_dataset(tmp_path):
+    config = tmp_path / "mismatched.yaml"
+    config.write_text(yaml.safe_dump({"studies": {"ood_proxy": {
+        "in_distribution": "diamonds_ideal", "ood": "red_wine"}}}))
+    with pytest.raises(ConfigError, match=r"red_wine is scaled with white_wine's constants"):
+        load_config(REPO / "config.yaml", config)

@@ -39,6 +39,7 @@ from postrisk.evaluation.ood_proxy import (
     partial_spearman,
 )
 from postrisk.tasks.key import CONDITION_COLUMNS, TaskKey
+from postrisk.tasks.store import validate_store
 from postrisk.tasks.task import Task
 
 #: The schema of an OOD fit store.
@@ -51,26 +52,41 @@ def _ood_rows(path: str | Path) -> tuple[str, np.ndarray]:
     return str(covariates.ds.attrs["dataset"]), np.asarray(covariates.x, dtype=np.float64)
 
 
-def write_ood_fits(fit_store: str | Path, tasks: Mapping[int, str | Path],
+def _instance(path: str | Path) -> Task:
+    """An instance as the study reads it: what its sample store holds (a task store holds the
+    same and more) — training data, evaluation points and the prior's parameters, enough for
+    the exact GP posterior at any input; the study reads no sampled posterior."""
+    return Task(validate_store(path, kind="sample"))
+
+
+def benchmark_configuration(fit_store: str | Path, n_seeds: int) -> tuple[str, dict, list[int]]:
+    """(method, configuration, seeds) of a benchmark fit store: the configuration the fit
+    stage chose for the condition and the first ``n_seeds`` of the seeds it fitted (its usable
+    seeds, ascending)."""
+    bench = open_zarr(fit_store, load=False)
+    seeds = sorted(int(s) for s in bench["seed"].values)[:n_seeds]
+    return str(bench.attrs["method"]), json.loads(bench.attrs["config"]), seeds
+
+
+def write_ood_fits(method: str, config: Mapping, instances: Mapping[int, str | Path],
                    ood_covariates: str | Path, out: str | Path, n_max: int = MAX_QUERY,
                    n_threads: int = 1) -> Path:
-    """Step 1 (module docstring). ``fit_store``: the benchmark's fit store of the method and
-    condition; ``tasks``: seed -> the instance's task store (every seed the fit store holds);
-    ``ood_covariates``: the OOD set's covariate store. A fit that fails is kept as such
-    (``status``/``error``, NaN predictions), as in the fit stage."""
-    bench = open_zarr(fit_store)
-    method, config = str(bench.attrs["method"]), json.loads(bench.attrs["config"])
-    seeds = [int(s) for s in bench["seed"].values]
-    missing = [s for s in seeds if s not in tasks]
-    if missing:
-        raise ValueError(f"{fit_store}: no task store given for seed(s) {missing}")
+    """Step 1 (module docstring): ``method`` at ``config`` (the benchmark's configuration of
+    the condition: :func:`benchmark_configuration`) on each instance of ``instances`` (seed →
+    its sample or task store, in seed order); ``ood_covariates``: the OOD set's covariate
+    store. A fit that fails is kept as such (``status``/``error``, NaN predictions), as in
+    the fit stage."""
+    if not instances:
+        raise ValueError(f"{out}: no instance to fit {method} on")
+    seeds = sorted(int(s) for s in instances)
+    config = dict(config)
     ood_name, x_ood = _ood_rows(ood_covariates)
     columns: dict[str, list] = {k: [] for k in ("mean", "aleatoric_var", "epistemic_var",
                                                 "is_ood", "row", "posterior_var", "status",
                                                 "error")}
     keys = []
     for seed in seeds:
-        task = Task.load(tasks[seed])
+        task = _instance(instances[seed])
         keys.append(TaskKey.from_attrs(task.ds.attrs))
         query = study_query(task, x_ood, ood_name, n_max)
         record = fit_at_query(method, config, task, query, n_threads=n_threads)
@@ -86,7 +102,7 @@ def write_ood_fits(fit_store: str | Path, tasks: Mapping[int, str | Path],
         columns["error"].append(record.error)
     sizes = {len(v) for v in columns["row"]}
     if len(sizes) != 1:
-        raise ValueError(f"{fit_store}: the seeds' query sizes differ ({sorted(sizes)}): their "
+        raise ValueError(f"{out}: the seeds' query sizes differ ({sorted(sizes)}): their "
                          "instances have evaluation pools of different sizes")
     import xarray as xr
 
@@ -111,13 +127,14 @@ def _matching_stream(key: TaskKey, ood_dataset: str) -> np.random.Generator:
     return seeding.rng("ood_matching", key.label, ood_dataset)
 
 
-def ood_records(ood_fits: Iterable[str | Path], tasks: Mapping[str, str | Path],
+def ood_records(ood_fits: Iterable[str | Path], instances: Mapping[str, str | Path],
                 ood_covariates: str | Path) -> tuple[list[dict], list[dict]]:
     """Step 2 (module docstring): ``ood_fits`` every method's OOD fit store (of any
-    conditions); ``tasks``: instance label -> task store. Returns (the per-instance records'
-    rows for :func:`postrisk.report.ood_proxy.record_rows`: ``(key, record)`` pairs, and the
-    ground-truth rows' arguments for :func:`postrisk.report.ood_proxy.ground_truth_rows`:
-    ``(key, shift_all, shift_matched, per_method)``, GP instances only)."""
+    conditions); ``instances``: instance label -> its sample or task store. Returns (the
+    per-instance records' rows for :func:`postrisk.report.ood_proxy.record_rows`: ``(key,
+    record)`` pairs, and the ground-truth rows' arguments for
+    :func:`postrisk.report.ood_proxy.ground_truth_rows`: ``(key, shift_all, shift_matched,
+    per_method)``, GP instances only)."""
     ood_name, x_ood = _ood_rows(ood_covariates)
     by_instance: dict[str, dict[str, tuple]] = {}
     for path in ood_fits:
@@ -134,7 +151,7 @@ def ood_records(ood_fits: Iterable[str | Path], tasks: Mapping[str, str | Path],
                 ds["row"].values[i], ds["posterior_var"].values[i])
     records, truths = [], []
     for label, methods in sorted(by_instance.items()):
-        task = Task.load(tasks[label])
+        task = _instance(instances[label])
         key = TaskKey.from_attrs(task.ds.attrs)
         first = next(iter(methods.values()))
         is_ood, rows = first[2].astype(bool), first[3]

@@ -247,6 +247,9 @@ def _simple_jobs(stage: str, units: Mapping[str, Sequence[Any]]
     if stage == "warmup_check":  # one job reading every warm-up study store and its benchmark's
         costs = [(None, u.dataset) for u in units["warmup_posterior"]]
         return {(): ([], costs)} if costs else {}
+    if stage == "ood_study":  # one job over every OOD fit store and its instances' samples
+        costs = [(None, u.dataset) for u in units["ood_fit"]]
+        return {(): ([], costs)} if costs else {}
     if stage == "studies_report":  # one page of every study's tables, where a study runs
         studies = [s for s in STUDIES if any(units.get(st) for st in STUDIES[s][:1])]
         return {(): ([], [(None, None)] * len(studies))} if studies else {}

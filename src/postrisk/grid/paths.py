@@ -32,6 +32,9 @@ TEMPLATES: dict[str, str] = {
     # warm-up (a task store like the benchmark's)
     "warmup_task": ("studies/warmup_check/x{factor}/{dataset}/{prior}/{noise}/{coverage}/"
                     "{seed}.zarr"),
+    # the OOD study: one method refitted on a condition's instances and asked at their query
+    # rows against the study's OOD set
+    "ood_fit": "studies/ood_proxy/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.zarr",
 }
 
 #: Every key a template may use, each matching itself as a Snakemake wildcard.

@@ -35,7 +35,7 @@ from postrisk.grid.jobs import StageRule, workflow_rules
 from postrisk.grid.paths import condition_path
 from postrisk.grid.seeds import SeedPolicy
 from postrisk.grid.stages import STUDIES, UNIT_KEYS
-from postrisk.grid.units import stage_units
+from postrisk.grid.study_units import stage_units
 
 
 class Planner:
@@ -143,6 +143,16 @@ class Planner:
         (``warmup``), unit by unit."""
         units = self.units["warmup_posterior"]
         return {"task": [u.task for u in units], "warmup": [u.out for u in units]}
+
+    def ood_stores(self) -> dict[str, list[str]]:
+        """The OOD study's inputs: its fit stores (``fits``), the sample stores of every
+        instance they may hold (``samples``), the OOD set's covariate store (``ood``) and
+        every condition's score table (``scores``: the benchmark rankings)."""
+        units = self.units["ood_fit"]
+        return {"fits": [u.out for u in units],
+                "samples": list(dict.fromkeys(p for u in units for p in u.samples)),
+                "ood": list(dict.fromkeys(u.ood_covariates for u in units)),
+                "scores": self.score_tables() if units else []}
 
     def instances_per_method(self) -> dict[str, int]:
         """Per implemented method, the instances it is scored on: its conditions' usable

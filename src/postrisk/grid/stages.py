@@ -16,11 +16,12 @@ from postrisk.tasks.key import CONDITION_COLUMNS, KEY_COLUMNS
 #: Stages in the order the workflow runs them: the benchmark's, then the studies'.
 STAGES = ("covariates", "prior", "sample", "posterior", "valid_seeds", "checks", "fit", "score",
           "disentanglement", "tables", "figure", "report", "warmup_posterior", "warmup_check",
-          "studies_report")
+          "ood_fit", "ood_study", "studies_report")
 #: The studies (``studies.<study>`` in the config): the stages each runs, in order, before the
 #: one page of every study's tables (``studies_report``). Each study's budget is the sum of its
 #: stages' (``benchmarks/demo_budget.py`` prints it).
-STUDIES: dict[str, tuple[str, ...]] = {"warmup_check": ("warmup_posterior", "warmup_check")}
+STUDIES: dict[str, tuple[str, ...]] = {"warmup_check": ("warmup_posterior", "warmup_check"),
+                                       "ood_proxy": ("ood_fit", "ood_study")}
 
 #: The keys of one unit of each batchable stage, in path order.
 UNIT_KEYS: dict[str, tuple[str, ...]] = {
@@ -28,15 +29,17 @@ UNIT_KEYS: dict[str, tuple[str, ...]] = {
     "posterior": KEY_COLUMNS,
     "fit": (*CONDITION_COLUMNS, "method"),
     "warmup_posterior": KEY_COLUMNS,
+    "ood_fit": (*CONDITION_COLUMNS, "method"),
 }
 #: Keys every job of a batchable stage must fix: one prior per posterior process (bartz needs
 #: JAX x64 off, the BNN posterior on), one method per fit process.
 FIXED_KEYS: dict[str, tuple[str, ...]] = {"sample": (), "posterior": ("prior",),
-                                         "fit": ("method",), "warmup_posterior": ("prior",)}
+                                         "fit": ("method",), "warmup_posterior": ("prior",),
+                                         "ood_fit": ("method",)}
 #: What each batchable stage writes per unit (kinds of :mod:`postrisk.grid.paths`).
 OUTPUT_KINDS: dict[str, tuple[str, ...]] = {
     "sample": ("sample",), "posterior": ("task",), "fit": ("fit", "tuning_result"),
-    "warmup_posterior": ("warmup_task",),
+    "warmup_posterior": ("warmup_task",), "ood_fit": ("ood_fit",),
 }
 #: Inputs of a unit of the instance stages: (kind, the keys of the unit its path takes). The
 #: inputs of a fit unit depend on its cell's seed policy and have no fixed shape.
@@ -57,11 +60,12 @@ SIMPLE_KEYS: dict[str, tuple[str, ...]] = {
     "figure": ("name",),
     "report": (),
     "warmup_check": (),
+    "ood_study": (),
     "studies_report": (),
 }
 #: Stages whose cost entry is per prior or per method.
 COST_BY = {"prior": "prior", "sample": "prior", "posterior": "prior", "fit": "method",
-           "disentanglement": "method", "warmup_posterior": "prior"}
+           "disentanglement": "method", "warmup_posterior": "prior", "ood_fit": "method"}
 
 
 class GroupingError(ValueError):

@@ -23,7 +23,10 @@ from postrisk.grid.conditions import (
     fits_method,
     implemented_conditions,
     implemented_methods,
+    is_study_dataset,
     is_tuned,
+    ood_study,
+    ood_study_conditions,
     training_size,
     within,
 )
@@ -124,29 +127,6 @@ class PosteriorUnit(_InstanceUnit):
     @property
     def inputs(self) -> tuple[str, ...]:
         return (self.sample,)
-
-
-@dataclass(frozen=True)
-class WarmupPosteriorUnit(_InstanceUnit):
-    """One instance's reference posterior rebuilt with ``factor`` × its warm-up (the HBART
-    warm-up study, config ``studies.warmup_check``): the same sample and posterior seed as the
-    benchmark's ``task`` store; ``settings``: config ``posterior.<prior>`` with the warm-up
-    multiplied (tempered share unchanged)."""
-
-    key: TaskKey
-    factor: int
-    sample: str
-    task: str
-    settings: Mapping[str, Any]
-    out: str
-
-    @property
-    def wildcards(self) -> dict[str, str]:
-        return {**_key_wildcards(self.key), "factor": str(self.factor)}
-
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        return (self.sample, self.task)
 
 
 @dataclass(frozen=True)
@@ -280,9 +260,17 @@ def covariates_units(cfg: Mapping) -> list[CovariatesUnit]:
     return [covariates_unit(dataset) for dataset in covariate_datasets(cfg)]
 
 
+def _study_conditions(cfg: Mapping) -> list[Condition]:
+    """The conditions of the study datasets (role ``study``) that a study runs on: their
+    instances are built as the benchmark's are (covariates, prior, sample stores)."""
+    return [c for c in ood_study_conditions(cfg) if is_study_dataset(c.dataset)]
+
+
 def prior_units(cfg: Mapping) -> list[PriorUnit]:
-    """One per (dataset, prior) of the implemented conditions, in condition order."""
-    pairs = dict.fromkeys((c.dataset, c.prior) for c in implemented_conditions(cfg))
+    """One per (dataset, prior) of the implemented conditions, in condition order, then of the
+    study datasets' conditions."""
+    pairs = dict.fromkeys((c.dataset, c.prior) for c in (*implemented_conditions(cfg),
+                                                         *_study_conditions(cfg)))
     return [PriorUnit(d, p, path("covariates", dataset=d), path("prior", dataset=d, prior=p))
             for d, p in pairs]
 
@@ -304,37 +292,28 @@ def _instance_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
     return keys
 
 
+def _study_keys(cfg: Mapping) -> list[TaskKey]:
+    """The instances of the study datasets: seeds 0 … ``seeds_per_prior`` − 1 of each of their
+    conditions (sample stores only: the OOD study reads no sampled posterior)."""
+    n = int(ood_study(cfg).get("seeds_per_prior", 0))
+    return [TaskKey(*c, seed) for c in _study_conditions(cfg) for seed in range(n)]
+
+
 def sample_units(cfg: Mapping, policy: SeedPolicy) -> list[SampleUnit]:
-    digests = {p: config_digest(cfg, p) for p in cfg["priors"]}
+    """Every instance's sample store, then the study datasets' (:func:`_study_keys`)."""
+    keys = [*_instance_keys(cfg, policy), *_study_keys(cfg)]
+    digests = {p: config_digest(cfg, p) for p in dict.fromkeys(k.prior for k in keys)}
     return [SampleUnit(k, path("covariates", dataset=k.dataset),
                        path("prior", dataset=k.dataset, prior=k.prior),
                        training_size(k.dataset, cfg["sizes"].get("n_cap")), digests[k.prior],
                        path("sample", **_key_wildcards(k)))
-            for k in _instance_keys(cfg, policy)]
+            for k in keys]
 
 
 def posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[PosteriorUnit]:
     return [PosteriorUnit(k, path("sample", **_key_wildcards(k)), cfg["posterior"][k.prior],
                           path("task", **_key_wildcards(k)))
             for k in _instance_keys(cfg, policy)]
-
-
-def warmup_posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[WarmupPosteriorUnit]:
-    """The warm-up study's posteriors: every built instance of ``studies.warmup_check.prior``
-    on its datasets, once per factor (instance by instance)."""
-    study = (cfg.get("studies") or {}).get("warmup_check") or {}
-    datasets, prior = set(study.get("datasets", [])), study.get("prior", "hbart")
-    units = []
-    for k in _instance_keys(cfg, policy):
-        if k.prior != prior or k.dataset not in datasets:
-            continue
-        base = dict(cfg["posterior"][k.prior])
-        wc = _key_wildcards(k)
-        units += [WarmupPosteriorUnit(k, int(f), path("sample", **wc), path("task", **wc),
-                                      {**base, "warmup": int(base["warmup"]) * int(f)},
-                                      path("warmup_task", **wc, factor=int(f)))
-                  for f in study.get("factors", [])]
-    return units
 
 
 def valid_seeds_units(cfg: Mapping, policy: SeedPolicy) -> list[ValidSeedsUnit]:
@@ -402,18 +381,6 @@ def disentanglement_units(cfg: Mapping) -> list[DisentanglementUnit]:
                                           at("disentanglement", seed=s, method=method))
                       for s in de.get("seeds", []) if s in built]
     return units
-
-
-def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, list[Any]]:
-    """Every stage's units (the stages that have them; ``checks``, ``tables`` and ``report`` are
-    one job over everything, ``figure`` one job per catalogue figure), computed once from one
-    seed policy."""
-    policy = policy or SeedPolicy(cfg)
-    return {"covariates": covariates_units(cfg), "prior": prior_units(cfg),
-            "sample": sample_units(cfg, policy), "posterior": posterior_units(cfg, policy),
-            "valid_seeds": valid_seeds_units(cfg, policy), "fit": fit_units(cfg, policy),
-            "score": score_units(cfg, policy), "disentanglement": disentanglement_units(cfg),
-            "warmup_posterior": warmup_posterior_units(cfg, policy)}
 
 
 def unit_paths(unit: Any, field: str) -> str | list[str]:

@@ -11,7 +11,8 @@ distance-matched) and ``reference`` (Mahalanobis, kNN-10, the classifier bound);
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,9 +23,9 @@ from postrisk.methods.registry import display_name
 from postrisk.tasks.key import KEY_COLUMNS
 from postrisk.tasks.oracle import EU_TARGETS
 
-#: The reference scores: (our name, the paper's name in Table 11).
-REFERENCES = {"mahalanobis": "Mahalanobis", "knn10": "10-NN",
-              "classifier": "supervised_classifier"}
+#: The reference scores: our name → (the name we show, the paper's name in Table 11).
+REFERENCES = {"mahalanobis": ("Mahalanobis", "Mahalanobis"), "knn10": ("10-NN", "10-NN"),
+              "classifier": ("Classifier bound", "supervised_classifier")}
 #: The two versions of the task: (our column suffix, the paper's name).
 VERSIONS = {"all": "all_points", "matched": "distance_matched"}
 
@@ -79,7 +80,11 @@ def _interval(values: pd.Series, rng: np.random.Generator, n_boot: int) -> tuple
 
 
 def _display(kind: str, name: str) -> str:
-    return REFERENCES[name] if kind == "reference" else display_name(name)
+    return REFERENCES[name][0] if kind == "reference" else display_name(name)
+
+
+def _paper_name(kind: str, name: str) -> str:
+    return REFERENCES[name][1] if kind == "reference" else display_name(name)
 
 
 def table11(records: pd.DataFrame, rng: np.random.Generator, n_boot: int = 1000
@@ -103,7 +108,7 @@ def table11(records: pd.DataFrame, rng: np.random.Generator, n_boot: int = 1000
         row["matched_points_per_class"] = float(group["n_matched_per_class"].mean())
         for version, paper in VERSIONS.items():
             row[f"paper_auroc_{version}"] = paper_value(
-                "table11", f"ood_auroc_{paper}", row["display_name"],
+                "table11", f"ood_auroc_{paper}", _paper_name(kind, name),
                 "reference" if kind == "reference" else "")
         rows.append(row)
     frame = pd.DataFrame(rows)
@@ -179,3 +184,60 @@ def ground_truth_table(rows: pd.DataFrame, rng: np.random.Generator, n_boot: int
                 "appD3", "partial_spearman_given_mahalanobis", label)
         out.append(row)
     return pd.DataFrame(out)
+
+
+# -- the study's stage: records → tables, figure ------------------------------------------------
+def benchmark_rankings(scores: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per EU target, the benchmark's score of each fitted method: its mean ρ(ÊU, EU*_t) over
+    every instance of the run (:func:`postrisk.evaluation.tables.method_ranking`)."""
+    from postrisk.evaluation.tables import method_ranking
+
+    return {t: method_ranking(scores, f"spearman_eu_{t}") for t in EU_TARGETS}
+
+
+#: The ground-truth table's columns where no GP instance was studied (an empty table).
+_TRUTH_COLUMNS = ("kind", "name", "display_name", "n_instances", "median_ratio_matched")
+
+
+def ood_study_tables(records: list, truths: list, scores: pd.DataFrame,
+                     rng: np.random.Generator, n_boot: int = 1000) -> dict[str, pd.DataFrame]:
+    """The study's tables from :func:`postrisk.evaluation.ood_study.ood_records`' two lists
+    and the run's score rows (the benchmark rankings), by catalogue id, from one bootstrap
+    stream in a fixed order (Table 11, Table 12, the ground-truth half)."""
+    instances = pd.DataFrame([r for key, record in records for r in record_rows(key, record)])
+    truth = pd.DataFrame([r for args in truths for r in ground_truth_rows(*args)])
+    return {
+        "table11": table11(instances, rng, n_boot),
+        "table12": table12(instances, benchmark_rankings(scores), rng, n_boot),
+        "ood_ground_truth": (ground_truth_table(truth, rng, n_boot) if len(truth)
+                             else pd.DataFrame(columns=list(_TRUTH_COLUMNS))),
+        "ood_instances": instances,
+        "ood_ground_truth_instances": truth,
+    }
+
+
+def write_ood_study(fits: Sequence[str | Path], samples: Mapping[str, str | Path],
+                    ood_covariates: str | Path, score_csvs: Sequence[str | Path],
+                    out: Mapping[str, str | Path], scale: str, n_boot: int = 1000
+                    ) -> dict[str, pd.DataFrame]:
+    """Rule ``ood_study``: the records of every OOD fit store (``samples``: instance label →
+    its sample store), the tables and Figure 3B (``out``: catalogue id → path; the figure's
+    PNG, its PDF beside it); every table's CSV starts with the run's scale. One bootstrap
+    stream seeded 0."""
+    from postrisk.evaluation.ood_study import ood_records
+    from postrisk.report.ood_figure import figure_ood_auroc
+    from postrisk.report.scores import read_condition_scores
+
+    records, truths = ood_records(fits, samples, ood_covariates)
+    if not records:
+        raise ValueError("the OOD study has no instance: no OOD fit store holds a seed")
+    tables = ood_study_tables(records, truths, read_condition_scores(score_csvs),
+                              np.random.default_rng(0), n_boot)
+    for ident, frame in tables.items():
+        path = Path(out[ident])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.insert(0, "scale", scale)
+        frame.to_csv(path, index=False)
+    figure = Path(out["fig3b_ood_auroc"])
+    figure_ood_auroc(tables["table11"].drop(columns="scale"), scale, figure.with_suffix(""))
+    return tables

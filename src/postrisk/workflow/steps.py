@@ -20,6 +20,7 @@ from postrisk.tasks.store import validate_store
 from postrisk.tasks.validity import read_usable_seeds, select_valid_seeds
 
 if TYPE_CHECKING:
+    from postrisk.grid.study_units import OODFitUnit
     from postrisk.grid.units import (
         DisentanglementUnit,
         FitUnit,
@@ -277,6 +278,46 @@ def report_warmup_check(base: Sequence[str | Path], long: Sequence[str | Path],
     from postrisk.report.warmup import write_warmup_check
 
     logger.info("\n%s", write_warmup_check(base, long, summary, instances, scale).to_string())
+
+
+def ood_fits(units: Sequence[OODFitUnit], n_threads: int = 1) -> None:
+    """One job of the OOD study's fits (rule ``ood_fit``'s ``params.jobs``): each (method,
+    condition) refitted as the benchmark fits it on the condition's instances and asked at
+    their query rows (:func:`postrisk.evaluation.ood_study.write_ood_fits`). On a benchmark
+    dataset the configuration and seeds are its fit store's; on a study dataset the
+    configuration is chosen as the fit stage chooses it (:func:`condition_config`)."""
+    from postrisk.evaluation.ood_study import benchmark_configuration, write_ood_fits
+
+    with progress_steps(len(units), "OOD study fits", logger) as progress:
+        for unit in units:
+            samples = dict(zip(unit.seeds, unit.samples, strict=True))
+            if unit.benchmark is not None:
+                method, config, seeds = benchmark_configuration(unit.benchmark, unit.n_seeds)
+                if method != unit.method:
+                    raise ValueError(f"{unit.benchmark} holds {method}, not {unit.method}")
+            else:
+                config = condition_config(unit.method, dict(unit.settings), unit.samples[0],
+                                          unit.tuning, unit.journal, unit.condition,
+                                          n_threads).config
+                seeds = list(unit.seeds[:unit.n_seeds])
+            write_ood_fits(unit.method, config, {s: samples[s] for s in seeds},
+                           unit.ood_covariates, unit.out, n_max=unit.n_query,
+                           n_threads=n_threads)
+            progress.advance(message=f"{unit.label}: seeds {seeds}")
+
+
+def report_ood_study(fits: Sequence[str | Path], samples: Sequence[str | Path],
+                     ood_covariates: str | Path, scores: Sequence[str | Path],
+                     out: Mapping[str, str | Path], scale: str) -> None:
+    """Rule ``ood_study``: the OOD study's tables and Figure 3B
+    (:func:`postrisk.report.ood_proxy.write_ood_study`); ``samples``: every instance's sample
+    store that an OOD fit store may hold."""
+    from postrisk.report.ood_proxy import write_ood_study
+
+    by_label = {TaskKey.from_attrs(open_zarr(p, load=False).attrs).label: p for p in samples}
+    tables = write_ood_study(fits, by_label, ood_covariates, scores, out, scale)
+    logger.info("\n%s", tables["table11"].to_string())
+    logger.info("\n%s", tables["table12"].to_string())
 
 
 def report_page(html: str | Path, manifest: str | Path, contents: Sequence, scale: str,
