@@ -11,7 +11,8 @@ Modules, from the bottom up (each imports only those below it; ``make lint`` che
 * :mod:`~postrisk.grid.config` — the configuration's schema, validation and merging;
 * :mod:`~postrisk.grid.conditions` — conditions, what is implemented, fitted and tuned;
 * :mod:`~postrisk.grid.seeds` — the seed policy: which seeds are built and may be used;
-* :mod:`~postrisk.grid.units` — every stage's units of work (frozen dataclasses);
+* :mod:`~postrisk.grid.units` — the benchmark's units of work (frozen dataclasses);
+* :mod:`~postrisk.grid.study_units` — the studies' units, and every stage's units at once;
 * :mod:`~postrisk.grid.cost` — what a job asks of a cluster (cost model, accelerators);
 * :mod:`~postrisk.grid.jobs` — units grouped into jobs, and the Snakemake rules that run them;
 * :mod:`~postrisk.grid.planner` — :class:`Planner`: all of the above for one config, once;

@@ -1,4 +1,6 @@
-"""The units of work of every stage, as small frozen dataclasses, and their enumeration.
+"""The units of work of the benchmark's stages, as small frozen dataclasses, and their
+enumeration (the studies' units and :func:`~postrisk.grid.study_units.stage_units`, every
+stage's at once: :mod:`postrisk.grid.study_units`).
 
 A unit is the smallest piece of work of a stage (:mod:`postrisk.grid.stages`); it carries what
 its step function (:mod:`postrisk.workflow.steps`) needs, paths included, and the step takes it
