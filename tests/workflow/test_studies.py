@@ -195,11 +195,15 @@ def test_the_paper_config_plans_the_wine_study_with_resources():
     assert "results/studies/table11.csv" in files and "results/studies/table12.csv" in files
 
 
-def test_an_ood_study_of_a_benchmark_dataset_outside_the_grid_plans_nothing():
-    # the demo keeps the paper's pair (White Wine is no demo dataset): nothing of it is planned
-    planner = Planner(load_config(REPO / "config.yaml", REPO / "presets" / "demo.yaml"))
+def test_an_ood_study_of_a_benchmark_dataset_outside_the_grid_plans_nothing(tmp_path):
+    # White Wine is a benchmark dataset: its instances are the grid's, and this grid has none
+    config = tmp_path / "wine_outside_the_grid.yaml"
+    config.write_text(yaml.safe_dump({"datasets": ["concrete"], "studies": {"ood_proxy": {
+        "in_distribution": "white_wine", "ood": "red_wine"}}}))
+    planner = Planner(load_config(REPO / "config.yaml", SMOKE, config))
     assert "ood_proxy" not in planner.studies() and not planner.units["ood_fit"]
-    assert "white_wine" not in planner.covariate_datasets
+    assert not {"white_wine", "red_wine"} & set(planner.covariate_datasets)
+    assert not planner.rule("ood_study").jobs
 
 
 def test_an_ood_set_must_be_scaled_with_its_in_distribution_dataset(tmp_path):

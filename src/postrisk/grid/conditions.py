@@ -115,12 +115,16 @@ def implemented_conditions(cfg: Mapping) -> list[Condition]:
     return [c for c in conditions(cfg) if c[1] in priors]
 
 
+# ---------------------------------------------------------------------------------- the studies
 
-# ------------------------------------------------------------------------- the OOD study (D.3)
+def study_settings(cfg: Mapping, study: str) -> Mapping:
+    """Config ``studies.<study>`` (empty where the configuration has none)."""
+    return (cfg.get("studies") or {}).get(study) or {}
+
 
 def ood_study(cfg: Mapping) -> Mapping:
-    """Config ``studies.ood_proxy`` (empty where the configuration has none)."""
-    return (cfg.get("studies") or {}).get("ood_proxy") or {}
+    """Config ``studies.ood_proxy``, the OOD study's (App. D.3)."""
+    return study_settings(cfg, "ood_proxy")
 
 
 def is_study_dataset(dataset: str) -> bool:

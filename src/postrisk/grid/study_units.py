@@ -21,6 +21,7 @@ from postrisk.grid.conditions import (
     ood_study,
     ood_study_conditions,
     ood_study_methods,
+    study_settings,
 )
 from postrisk.grid.paths import condition_path, path
 from postrisk.grid.seeds import SeedPolicy
@@ -110,7 +111,7 @@ class OODFitUnit(_ConditionUnit):
 def warmup_posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[WarmupPosteriorUnit]:
     """The warm-up study's posteriors: every built instance of ``studies.warmup_check.prior``
     on its datasets, once per factor (instance by instance)."""
-    study = (cfg.get("studies") or {}).get("warmup_check") or {}
+    study = study_settings(cfg, "warmup_check")
     datasets, prior = set(study.get("datasets", [])), study.get("prior", "hbart")
     units = []
     for k in _instance_keys(cfg, policy):
