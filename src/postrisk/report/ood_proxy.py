@@ -20,6 +20,7 @@ import pandas as pd
 from postrisk.evaluation.ood_proxy import instance_mean_interval, ood_benchmark_agreement
 from postrisk.evaluation.paper import paper_text, paper_value
 from postrisk.methods.registry import display_name
+from postrisk.report.style import write_scaled_tables
 from postrisk.tasks.key import KEY_COLUMNS
 from postrisk.tasks.oracle import EU_TARGETS
 
@@ -233,11 +234,7 @@ def write_ood_study(fits: Sequence[str | Path], samples: Mapping[str, str | Path
         raise ValueError("the OOD study has no instance: no OOD fit store holds a seed")
     tables = ood_study_tables(records, truths, read_condition_scores(score_csvs),
                               np.random.default_rng(0), n_boot)
-    for ident, frame in tables.items():
-        path = Path(out[ident])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        frame.insert(0, "scale", scale)
-        frame.to_csv(path, index=False)
+    write_scaled_tables(tables, out, scale)
     figure = Path(out["fig3b_ood_auroc"])
     figure_ood_auroc(tables["table11"].drop(columns="scale"), scale, figure.with_suffix(""))
     return tables

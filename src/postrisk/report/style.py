@@ -3,10 +3,12 @@ how a cell prints (the display names of methods and reference rows: the method t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from postrisk.grid.artefacts import figure_files
 
@@ -32,6 +34,17 @@ def format_value(value: object) -> str:
 
 def scale_note(scale: str) -> str:
     return "" if scale == "paper" else DEMO_NOTE.format(scale=scale)
+
+
+def write_scaled_tables(tables: Mapping[str, pd.DataFrame], out: Mapping[str, str | Path],
+                        scale: str) -> None:
+    """Write each table (catalogue id → frame) to its path in ``out`` as CSV, the run's scale
+    inserted as its first column (in place: the frames keep it)."""
+    for ident, frame in tables.items():
+        path = Path(out[ident])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.insert(0, "scale", scale)
+        frame.to_csv(path, index=False)
 
 
 def save_figure(fig, path, scale: str) -> None:
