@@ -166,6 +166,13 @@ def scaling_reference_input(wildcards):
     return {"reference": ref} if ref else {}
 
 
+def sandbox_settings():
+    """Config `studies.sandbox` without `run`: whether `all` plans the sandbox does not change
+    what it builds (nor, then, its params)."""
+    section = (config.get("studies") or {}).get("sandbox") or {}
+    return {key: value for key, value in section.items() if key != "run"}
+
+
 def all_targets(wildcards):
     """Everything the configuration asks for; stops a plain local run of a large grid."""
     if workflow.local_exec and not workflow.dryrun:

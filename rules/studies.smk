@@ -1,7 +1,7 @@
 # The paper's studies (docs/design.md, "Studies"): each a stage of its own, planned where the
 # config's `studies.<study>` names something to run, with one page of every study's tables
 # (`results/studies/index.html`). `snakemake studies` builds them all; `snakemake <study>`
-# one (`warmup_check`, `ood_study`).
+# one (`warmup_check`, `ood_study`, `sandbox`).
 
 
 # App. B.7: the benchmark's HBART instances rebuilt with factor × the warm-up (same samples,
@@ -111,6 +111,37 @@ rule ood_study:
         **resources_of(SIMPLE["ood_study"]),
     script:
         "../scripts/ood_study.py"
+
+
+# Paplhám et al. (2026), §4.2: the closed-form 1-D sandbox in which the Bayes-optimal scorers
+# of OOD detection, BALD, expected error reduction, risk and regret reject different inputs;
+# no inputs, one job (`snakemake sandbox` builds it even where `studies.sandbox.run` is off,
+# so its resources come from the cost model, not from a planned job).
+SANDBOX_RESOURCES = grid.cost.stage_resources(config, "sandbox")
+
+
+rule sandbox:
+    output:
+        tables=primary_files(*stage_tables("sandbox")),
+        figure=path_of("fig_sandbox"),
+        companions=companion_files("fig_sandbox"),
+    params:
+        ids=stage_tables("sandbox"),
+        settings=sandbox_settings(),
+        scale=config["scale"],
+    log:
+        SIMPLE["sandbox"].log,
+    benchmark:
+        SIMPLE["sandbox"].benchmark
+    conda:
+        env("core")
+    threads: SANDBOX_RESOURCES.threads
+    resources:
+        runtime=SANDBOX_RESOURCES.runtime,
+        mem_mb=SANDBOX_RESOURCES.mem_mb,
+        gpu=0,
+    script:
+        "../scripts/sandbox.py"
 
 
 rule studies_report:

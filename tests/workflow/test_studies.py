@@ -212,3 +212,54 @@ def test_an_ood_set_must_be_scaled_with_its_in_distribution_dataset(tmp_path):
         "in_distribution": "diamonds_ideal", "ood": "red_wine"}}}))
     with pytest.raises(ConfigError, match=r"red_wine is scaled with white_wine's constants"):
         load_config(REPO / "config.yaml", config)
+
+
+def test_the_sandbox_is_a_stage_of_its_own(tmp_path):
+    # the smoke preset leaves the sandbox out of `all` and `studies`; `snakemake sandbox`
+    # builds it all the same
+    smoke = Planner(load_config(REPO / "config.yaml", SMOKE))
+    assert "sandbox" not in smoke.studies() and not smoke.rule("sandbox").jobs
+    run = snakemake(tmp_path, "sandbox", "--cores", "1", "--configfile", str(SMOKE))
+    assert run.returncode == 0, run.stderr[-3000:]
+    for f in smoke.stage_files("sandbox"):
+        assert (tmp_path / f).stat().st_size > 0, f
+    log = (tmp_path / smoke.rule("sandbox").log).read_text()
+    assert "regret_above_oracle" in log
+    scorers = pd.read_csv(tmp_path / "results/studies/sandbox_scorers.csv")
+    assert set(scorers["scorer"]) == {"ood", "bald", "eer", "risk", "regret"}
+    # switched on, `studies` plans it and its page; what was built is not rebuilt
+    config = tmp_path / "sandbox_on.yaml"
+    config.write_text(yaml.safe_dump({"studies": {"sandbox": {"run": True}}}))
+    planner = Planner(load_config(REPO / "config.yaml", SMOKE, config))
+    assert planner.studies() == ["sandbox"]
+    assert planner.rule("sandbox").jobs and planner.rule("studies_report").jobs
+    run = snakemake(tmp_path, "studies", "--cores", "1", "--configfile", str(SMOKE),
+                    str(config))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "rule sandbox:" not in run.stdout + run.stderr
+    page = (tmp_path / "results/studies/index.html").read_text()
+    assert "Which inputs do the Bayes-optimal scorers reject?" in page
+    assert 'data-figure="fig_sandbox"' in page
+
+
+def test_the_paper_config_plans_the_sandbox_and_the_demo_does_not():
+    paper = Planner(load_config(REPO / "config.yaml"))
+    assert "sandbox" in paper.studies()
+    (job,) = paper.rule("sandbox").jobs.values()
+    assert job.resources.threads == 1
+    assert "results/studies/fig_sandbox.png" in paper.study_files()
+    demo = Planner(load_config(REPO / "config.yaml", REPO / "presets" / "demo.yaml"))
+    assert "sandbox" not in demo.studies() and not demo.rule("sandbox").jobs
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"domain": [1.0, 0.0]}, r"'studies.sandbox.domain': \[1.0, 0.0\] must run upwards"),
+    ({"training": {"gap_centre": 1.5}}, r"'studies.sandbox.training.gap_centre': 1.5 lies "
+                                        r"outside the domain \[0.0, 1.0\]"),
+    ({"coverage": 1.0}, r"studies.sandbox.coverage"),
+])
+def test_a_bad_sandbox_section_stops_with_a_clear_message(tmp_path, change, message):
+    config = tmp_path / "bad_sandbox.yaml"
+    config.write_text(yaml.safe_dump({"studies": {"sandbox": change}}))
+    with pytest.raises(ConfigError, match=message):
+        load_config(REPO / "config.yaml", config)

@@ -23,6 +23,7 @@ import yaml
 
 from postrisk.covariates.registry import registry, task_datasets
 from postrisk.grid.config_methods import ConfigError, resolve_outside_methods
+from postrisk.grid.config_studies import check_studies, studies_schema
 from postrisk.grid.stages import COST_BY, STAGES, UNIT_KEYS, GroupingError, group_keys
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 
@@ -255,43 +256,7 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                 },
             },
             # the paper's studies (docs/design.md, "Studies"), each a stage of its own
-            "studies": {
-                "type": "object", "additionalProperties": False,
-                "properties": {
-                    # App. B.7: the same instances' MCMC posteriors with `factors` × the warm-up,
-                    # on those of `datasets` that the grid builds `prior` instances for
-                    "warmup_check": {
-                        "type": "object", "additionalProperties": False,
-                        "required": ["prior", "datasets", "factors"],
-                        "properties": {
-                            "prior": {"enum": ["hbart", "bnn"]},
-                            "datasets": {**_names(task_datasets()), "minItems": 0},
-                            "factors": {"type": "array", "minItems": 1, "uniqueItems": True,
-                                        "items": {"type": "integer", "minimum": 1}},
-                        },
-                    },
-                    # App. D.3: is OOD detection a proxy for EU? Methods fitted on the
-                    # in-distribution dataset's instances of (noise, coverage) and `priors`
-                    # (`seeds_per_prior` each), asked at n_query held-out points and as many
-                    # rows of `ood` (scaled with the in-distribution dataset's constants)
-                    "ood_proxy": {
-                        "type": "object", "additionalProperties": False,
-                        "required": ["in_distribution", "ood", "priors", "noise", "coverage",
-                                     "seeds_per_prior", "n_query"],
-                        "properties": {
-                            "in_distribution": {"enum": task_datasets()},
-                            "ood": {"enum": [n for n, s in registry().items()
-                                             if s.role == "ood"]},
-                            "priors": _names(PRIORS),
-                            "noise": {"enum": list(NOISE_MODES)},
-                            "coverage": {"enum": list(COVERAGES)},
-                            "seeds_per_prior": _positive_int(),
-                            "n_query": {"type": "integer", "minimum": 10},
-                            "methods": {"anyOf": [{"type": "null"}, _names(methods)]},
-                        },
-                    },
-                },
-            },
+            "studies": studies_schema(methods),
             "release": {
                 "type": "object", "additionalProperties": False,
                 "required": ["base_url", "download_dir", "max_bytes", "max_files", "retries",
@@ -378,7 +343,7 @@ def validate_config(config: Mapping[str, Any], layers: Sequence[Mapping] = ()) -
                 if outside:
                     raise ConfigError(f"config key '{key}.{name}.{axis}': {outside} not in "
                                       f"'{axis}' ({', '.join(cfg[axis])})")
-    _check_ood_pair(cfg)
+    check_studies(cfg)
     cfg.setdefault("ood_datasets", [])
     cfg.setdefault("methods", [])
     cfg.setdefault("prior_grid", {})
@@ -389,22 +354,6 @@ def validate_config(config: Mapping[str, Any], layers: Sequence[Mapping] = ()) -
         except GroupingError as err:
             raise ConfigError(str(err)) from None
     return cfg
-
-
-def _check_ood_pair(cfg: Mapping) -> None:
-    """The OOD study's OOD set must be scaled with its in-distribution dataset's constants
-    (registry ``scaling_reference``), or its rows would not live in the same input space."""
-    study = (cfg.get("studies") or {}).get("ood_proxy")
-    if not study:
-        return
-    reference = registry()[study["ood"]].scaling_reference
-    if reference != study["in_distribution"]:
-        raise ConfigError(
-            f"config key 'studies.ood_proxy.ood': {study['ood']} is scaled with "
-            f"{reference}'s constants, not with those of in_distribution = "
-            f"{study['in_distribution']} (registered pairs: " + ", ".join(
-                f"{s.scaling_reference} → {n}" for n, s in registry().items()
-                if s.role == "ood" and s.scaling_reference) + ")")
 
 
 def deep_merge(base: Mapping, override: Mapping) -> dict:

@@ -16,12 +16,13 @@ from postrisk.tasks.key import CONDITION_COLUMNS, KEY_COLUMNS
 #: Stages in the order the workflow runs them: the benchmark's, then the studies'.
 STAGES = ("covariates", "prior", "sample", "posterior", "valid_seeds", "checks", "fit", "score",
           "disentanglement", "tables", "figure", "report", "warmup_posterior", "warmup_check",
-          "ood_fit", "ood_study", "studies_report")
+          "ood_fit", "ood_study", "sandbox", "studies_report")
 #: The studies (``studies.<study>`` in the config): the stages each runs, in order, before the
 #: one page of every study's tables (``studies_report``). Each study's budget is the sum of its
 #: stages' (``benchmarks/demo_budget.py`` prints it).
 STUDIES: dict[str, tuple[str, ...]] = {"warmup_check": ("warmup_posterior", "warmup_check"),
-                                       "ood_proxy": ("ood_fit", "ood_study")}
+                                       "ood_proxy": ("ood_fit", "ood_study"),
+                                       "sandbox": ("sandbox",)}
 
 #: The keys of one unit of each batchable stage, in path order.
 UNIT_KEYS: dict[str, tuple[str, ...]] = {
@@ -61,6 +62,7 @@ SIMPLE_KEYS: dict[str, tuple[str, ...]] = {
     "report": (),
     "warmup_check": (),
     "ood_study": (),
+    "sandbox": (),
     "studies_report": (),
 }
 #: Stages whose cost entry is per prior or per method.

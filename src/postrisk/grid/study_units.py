@@ -2,8 +2,9 @@
 
 The studies' units follow :mod:`postrisk.grid.units` (frozen dataclasses that say their keys,
 inputs and outputs, taken as they are by the step functions): the HBART warm-up check's
-posteriors (App. B.7) and the OOD study's fits (App. D.3). :func:`stage_units` enumerates the
-units of every stage, the benchmark's and the studies', from one seed policy.
+posteriors (App. B.7), the OOD study's fits (App. D.3) and the 1-D sandbox (Paplhám et al.,
+2026, §4.2; one unit where it runs). :func:`stage_units` enumerates the units of every stage,
+the benchmark's and the studies', from one seed policy.
 """
 
 from __future__ import annotations
@@ -155,6 +156,24 @@ def ood_fit_units(cfg: Mapping, policy: SeedPolicy) -> list[OODFitUnit]:
     return units
 
 
+@dataclass(frozen=True)
+class SandboxUnit:
+    """The closed-form 1-D sandbox (Paplhám et al., 2026, §4.2; config ``studies.sandbox``):
+    one job, no inputs; ``settings``: the config section."""
+
+    settings: Mapping[str, Any]
+
+    @property
+    def label(self) -> str:
+        return "the 1-D sandbox"
+
+
+def sandbox_units(cfg: Mapping) -> list[SandboxUnit]:
+    """The sandbox where config ``studies.sandbox.run`` asks for it (else none)."""
+    study = study_settings(cfg, "sandbox")
+    return [SandboxUnit(study)] if study.get("run") else []
+
+
 def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, list[Any]]:
     """Every stage's units (the stages that have them; ``checks``, ``tables`` and ``report`` are
     one job over everything, ``figure`` one job per catalogue figure), computed once from one
@@ -165,4 +184,4 @@ def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, lis
             "valid_seeds": valid_seeds_units(cfg, policy), "fit": fit_units(cfg, policy),
             "score": score_units(cfg, policy), "disentanglement": disentanglement_units(cfg),
             "warmup_posterior": warmup_posterior_units(cfg, policy),
-            "ood_fit": ood_fit_units(cfg, policy)}
+            "ood_fit": ood_fit_units(cfg, policy), "sandbox": sandbox_units(cfg)}

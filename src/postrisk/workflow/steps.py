@@ -320,6 +320,20 @@ def report_ood_study(fits: Sequence[str | Path], samples: Sequence[str | Path],
     logger.info("\n%s", tables["table12"].to_string())
 
 
+def report_sandbox(settings: Mapping, out: Mapping[str, str | Path], scale: str) -> None:
+    """Rule ``sandbox``: the closed-form 1-D sandbox of config ``studies.sandbox``
+    (``settings``) built, its tables and its figure written
+    (:func:`postrisk.report.sandbox.write_sandbox`)."""
+    from postrisk.report.sandbox import write_sandbox
+
+    if not settings:
+        raise ValueError("config key 'studies.sandbox' is missing: the sandbox's settings live "
+                         "there (config.yaml)")
+    tables = write_sandbox(settings, out, scale)
+    logger.info("\n%s", tables["sandbox_scorers"].drop(columns=["scale", "name"]).to_string())
+    logger.info("\n%s", tables["sandbox_overlap"].drop(columns="scale").to_string())
+
+
 def report_page(html: str | Path, manifest: str | Path, contents: Sequence, scale: str,
                 config: Mapping, deviations: str | Path, settings: Mapping,
                 title: str = "postrisk report") -> None:
