@@ -48,7 +48,7 @@ import numpy as np
 from postrisk.core import seeding
 from postrisk.core.io import array_digest, canonical_json, digest, json_default, package_version
 from postrisk.core.progress import progress_steps
-from postrisk.methods.interface import check_hyperparameters
+from postrisk.methods.interface import check_hyperparameters, validate_search_space
 from postrisk.methods.runner import resolve_method, run_fit
 
 logger = logging.getLogger(__name__)
@@ -85,10 +85,17 @@ def split_indices(n: int, validation_fraction: float, *key: object) -> tuple[np.
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
 
-def searched_space(method_cls, fixed: Mapping[str, Any]) -> dict[str, tuple]:
-    """The method's declared search space without the entries ``fixed`` by the configuration."""
+def searched_space(method_cls, fixed: Mapping[str, Any],
+                   changes: Mapping[str, tuple] | None = None) -> dict[str, tuple]:
+    """The method's declared search space, with the entries of ``changes`` replacing or added
+    to its own (a study's constrained sweep, e.g. a weight decay range or a spectral-norm
+    coefficient), without the entries ``fixed`` by the configuration."""
     check_hyperparameters(method_cls, fixed, f"fixed settings of {method_cls.name}")
-    return {k: v for k, v in method_cls.search_space.items() if k not in fixed}
+    space = {**method_cls.search_space, **(changes or {})}
+    if changes:
+        validate_search_space(space, method_cls.defaults,
+                              owner=f"{method_cls.name}'s changed search space")
+    return {k: v for k, v in space.items() if k not in fixed}
 
 
 def suggest(trial, space: Mapping[str, tuple]) -> dict[str, Any]:
@@ -175,7 +182,8 @@ def _set_aside_stale_journal(journal: Path, study_name: str) -> None:
 def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, Any] | None = None,
          n_trials: int = 30, startup_trials: int = 10, validation_fraction: float = 0.2,
          split_key: tuple = (), sampler_seed: int = 0, random_state: int = 0,
-         n_threads: int = 1, max_new_trials: int | None = None) -> TuningResult:
+         n_threads: int = 1, max_new_trials: int | None = None,
+         space_changes: Mapping[str, tuple] | None = None) -> TuningResult:
     """Run (or resume) the sweep of ``method`` (registry name or class) on the training sample
     (``x``, ``y``).
 
@@ -183,7 +191,9 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     not searched. ``split_key``: key of the fixed 80/20 split (the condition). ``random_state``
     and ``n_threads`` go to every trial's fit. ``max_new_trials`` stops after that many new trials
     in this call (an interruption, for tests); the result then covers the trials so far.
-    Progress is logged one step per trial, with the best validation NLL so far.
+    ``space_changes``: entries replacing or added to the method's search space
+    (:func:`searched_space`). Progress is logged one step per trial, with the best validation
+    NLL so far.
     """
     import optuna
     from optuna.storages import JournalStorage
@@ -193,7 +203,7 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     cls = resolve_method(method)
     method = cls.name
     fixed = dict(fixed or {})
-    space = searched_space(cls, fixed)
+    space = searched_space(cls, fixed, space_changes)
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
     x = np.asarray(x, dtype=np.float64)
