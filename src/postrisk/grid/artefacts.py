@@ -16,92 +16,25 @@ appended last leaves every earlier table's intervals as they were).
 
 from __future__ import annotations
 
-import importlib
-import string
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
-#: The files of one figure: its PNG (the path in the catalogue) and a PDF beside it.
-FIGURE_FORMATS = (".png", ".pdf")
+from postrisk.grid.artefact import Artefact, figure_files
+from postrisk.grid.study_catalogue import STUDY_CATALOGUE
+
 #: The stages (rules) that write catalogue artefacts, in pipeline order.
 ARTEFACT_STAGES = ("checks", "tables", "figure", "report", "release", "warmup_check",
-                   "ood_study", "sandbox", "studies_report")
+                   "ood_study", "sandbox", "sn_study", "studies_report")
 #: The stages of the studies' tables and figures: shown on the studies' page, not the report's.
-STUDY_ARTEFACT_STAGES = ("warmup_check", "ood_study", "sandbox")
+STUDY_ARTEFACT_STAGES = ("warmup_check", "ood_study", "sandbox", "sn_study")
 #: What a figure may draw from besides the tables: every condition's score table, concatenated.
 CONDITION_SCORES = "condition_scores"
-
-
-@dataclass(frozen=True)
-class Artefact:
-    """One catalogue entry (see the module docstring)."""
-
-    id: str
-    path: str
-    stage: str
-    build: str
-    kind: str = "table"  # table | figure | page | file
-    title: str = ""
-    caption: str = ""
-    #: shown in the HTML report (and, for the tables stage, on the tables page)
-    shown: bool = True
-    #: what a figure draws from: table ids or CONDITION_SCORES
-    reads: tuple[str, ...] = ()
-    #: a table's CSV starts with the run's scale (the long table of every metric does not)
-    scale_column: bool = True
-
-    @property
-    def fields(self) -> tuple[str, ...]:
-        """The path's fields (``prior``, ``dataset``): the axes the entry expands over."""
-        return tuple(f for _, f, _, _ in string.Formatter().parse(self.path) if f)
-
-    @property
-    def file(self) -> str:
-        """The file's name (a template where the path has fields)."""
-        return PurePosixPath(self.path).name
-
-    @property
-    def stem(self) -> str:
-        return PurePosixPath(self.path).stem
-
-    def path_of(self, root: str = "results", **keys: object) -> str:
-        """The entry's path under ``root`` with ``keys`` filled in."""
-        return f"{root}/" + self.path.format(**keys)
-
-    def builder(self) -> Callable:
-        """The function that builds the artefact (imported now)."""
-        module, _, name = self.build.partition(":")
-        return getattr(importlib.import_module(module), name)
-
-    def caption_for(self, settings: Mapping[str, object]) -> str:
-        """The caption with the run's settings filled in (``{correlation}``)."""
-        return self.caption.format_map(dict(settings))
-
-
-def figure_files(png: str) -> list[str]:
-    """A figure's files: the PNG and the PDF beside it."""
-    stem = png[: -len(FIGURE_FORMATS[0])]
-    return [stem + suffix for suffix in FIGURE_FORMATS]
 
 
 _T = "postrisk.report.table_builders:"
 _F = "postrisk.report.figures:"
 _CHECKS = "postrisk.report.checks:write_checks"
-_WARMUP = "postrisk.report.warmup:write_warmup_check"
 _STUDIES_PAGE = "postrisk.report.scores:write_report_page"
-_OOD = "postrisk.report.ood_proxy:write_ood_study"
-_SANDBOX = "postrisk.report.sandbox:write_sandbox"
-_SANDBOX_SETUP = ("The closed-form 1-D sandbox (Paplhám et al., 2026, §4.2; the same at every "
-                  "scale): f* a least-squares RBF fit to sin(0.2/(x + 0.16)³), the exact "
-                  "Bayesian linear posterior on the same features from one training sample "
-                  "with a suppressed region, heteroscedastic noise; squared loss, uniform test "
-                  "density. ")
-_OOD_SETUP = ("Methods fitted on the in-distribution dataset's instances (as the benchmark "
-              "fits them: same configuration, random state = the seed) score held-out "
-              "in-distribution points against as many rows of the OOD set by their ÊU. ")
-_PAPER_SCALE = (" paper_*: the paper's values (White Wine → Red Wine, 15 instances, 1,500 "
-                "points per class); below the paper's scale not comparable.")
 _RANK_CAPTION = ("Share of evaluation points per bin of the rank of f* among the posterior "
                  "draws, pooled over the valid instances of each prior; dashed: the exact bin "
                  "probabilities of a calibrated sampler; grey: the 95% range of a uniform "
@@ -110,6 +43,7 @@ _ENTANGLEMENT = ("Δρ = ρ(EU, AU) − ρ(EU*, AU*) (Spearman over the evaluati
                  "the heteroscedastic instances, overall (with a 95% bootstrap interval over "
                  "datasets), per prior and per coverage. Δρ > 0: the outputs are more "
                  "coupled than the truth.")
+
 
 def _page_file(ident: str, path: str, kind: str, title: str) -> Artefact:
     """A file of the report page (one job writes the page and its manifest)."""
@@ -298,95 +232,7 @@ CATALOGUE: tuple[Artefact, ...] = (
     _release_file("release_manifest", "release/manifest.json",
                   "The release's manifest: every file's and instance's sha256"),
     # -- the studies (each its own stages; shown on the studies page, not in the report) ------
-    Artefact("warmup_check", "studies/warmup_check.csv", "warmup_check", _WARMUP,
-             title="HBART warm-up check (paper App. B.7)",
-             caption="The same instances' reference posteriors (same samples, same posterior "
-                     "seed) with factor × the warm-up (the tempered share unchanged) against "
-                     "the benchmark's, per dataset: the change in pooled 90% coverage, and the "
-                     "median, 95th percentile and largest relative change of the posterior SD "
-                     "over the evaluation points; sd_change_mc_median: the median relative "
-                     "change two independent runs of the benchmark's length would show from "
-                     "Monte Carlo error alone (from the MCSE of the variance). The paper (Protein "
-                     "and kin8nm, 4×): coverage changes by < 0.003, the SD by at most about 5%."),
-    Artefact("warmup_check_instances", "studies/warmup_check_instances.csv", "warmup_check",
-             _WARMUP, title="HBART warm-up check per instance",
-             caption="Per instance and factor: 90% coverage (all points, the outermost shell, "
-                     "the rest) of the benchmark's posterior and of the longer warm-up's, the "
-                     "relative change of the posterior SD, and the max R̂ of each."),
-    Artefact("table11", "studies/table11.csv", "ood_study", _OOD,
-             title="Is OOD detection a proxy for EU? OOD AUROC per method (paper Table 11)",
-             caption=_OOD_SETUP + "AUROC of ÊU for OOD (positive) against in-distribution, "
-                     "mean over the instances with a 95% bootstrap interval over instances: "
-                     "all points (auroc_all) and distance-matched (auroc_matched: per instance "
-                     "both classes subsampled to one Mahalanobis-distance distribution w.r.t. "
-                     "the training inputs, 20 bins at pooled quantiles; "
-                     "matched_points_per_class), and of ÊU + ÂU (auroc_total_*). Reference "
-                     "rows: the Mahalanobis distance, the mean distance to the 10 nearest "
-                     "training inputs and a 5-fold cross-validated gradient-boosting "
-                     "classifier (the separability bound)." + _PAPER_SCALE),
-    Artefact("table12", "studies/table12.csv", "ood_study", _OOD,
-             title="OOD ranking against the benchmark ranking (paper Table 12)",
-             caption="Kendall's W (tie-corrected) between the methods' OOD ranking (mean "
-                     "AUROC, Table 11) and the benchmark ranking (mean ρ(ÊU, EU*) over every "
-                     "instance of the run) per EU target (m = 2) and of all four rankings "
-                     "(all_four, m = 4), all points and distance-matched; 95% intervals from a "
-                     "bootstrap over the OOD instances with the benchmark rankings held fixed. "
-                     "W = 1: identical rankings; 0.5 (m = 2): no association." + _PAPER_SCALE),
-    Artefact("ood_ground_truth", "studies/ood_ground_truth.csv", "ood_study", _OOD,
-             title="Are the distance-matched OOD points more uncertain? The ground truth "
-                   "(paper App. D.3)",
-             caption="GP instances, where the posterior is exact at any input: the ratio of "
-                     "the median true posterior variance on the matched OOD and matched "
-                     "in-distribution points (mean over instances with a bootstrap interval, "
-                     "and its range) and its OOD AUROC (all points, matched); per method the "
-                     "same ratio of its ÊU and its partial Spearman correlation with the true "
-                     "posterior variance given the Mahalanobis distance (all query points)."
-                     + _PAPER_SCALE),
-    Artefact("fig3b_ood_auroc", "studies/fig3b_ood_auroc.png", "ood_study", _OOD,
-             kind="figure", reads=("table11",),
-             title="OOD detection by ÊU, far and near (paper Figure 3B)",
-             caption="Table 11 as a figure: mean OOD AUROC of ÊU per method with its 95% "
-                     "bootstrap interval over instances, all points (left) and "
-                     "distance-matched (right); grey: the reference scores; hollow diamonds: "
-                     "the paper's values (White Wine → Red Wine)."),
-    Artefact("ood_instances", "studies/ood_instances.csv", "ood_study", _OOD, shown=False,
-             title="The OOD study per (instance, scorer)"),
-    Artefact("ood_ground_truth_instances", "studies/ood_ground_truth_instances.csv",
-             "ood_study", _OOD, shown=False,
-             title="The OOD study's ground-truth half per (GP instance, scorer)"),
-    Artefact("sandbox_scorers", "studies/sandbox_scorers.csv", "sandbox", _SANDBOX,
-             title="Which inputs do the Bayes-optimal scorers reject? (the 1-D sandbox)",
-             caption=_SANDBOX_SETUP + "Per scorer (OOD likelihood ratio p_ood/p_id, BALD, "
-                     "expected error reduction, risk T*, regret E*), the intervals of x it "
-                     "rejects at the coverage and their test-density mass; the coverage, risk "
-                     "E[C·T*] and regret E[C·E*] of what it accepts (unnormalised), and the "
-                     "realised regret E[C·(m − f*)²] of the posterior mean; lowest_risk / "
-                     "lowest_regret: the best any selector reaches at the coverage; "
-                     "regret_above_oracle: the regret above Theorem 1's best selector of the "
-                     "same coverage and at most the same risk (λ swept in steps of 1/400)."),
-    Artefact("sandbox_overlap", "studies/sandbox_overlap.csv", "sandbox", _SANDBOX,
-             title="How much do the scorers' rejected sets overlap? (the 1-D sandbox)",
-             caption="Test-density mass both scorers reject at the coverage, as a share of the "
-                     "smaller rejected mass (1: the same inputs; 0: disjoint)."),
-    Artefact("fig_sandbox", "studies/fig_sandbox.png", "sandbox", _SANDBOX, kind="figure",
-             reads=("sandbox_scorers", "sandbox_intervals"),
-             title="The Bayes-optimal scorers reject different inputs (the 1-D sandbox)",
-             caption="(a) f*, the training sample, the exact posterior mean ± 2 SD, the noise "
-                     "SD and the training density; (b) each scorer scaled to [0, 1]; (c) what "
-                     "each rejects at the coverage; (d) risk against regret of each accepted "
-                     "set, and the oracle front of thresholding (1 − λ)A* + λE*, λ ∈ [½, 1] "
-                     "(Theorem 1)."),
-    Artefact("sandbox_oracle_surface", "studies/sandbox_oracle_surface.csv", "sandbox",
-             _SANDBOX, shown=False,
-             title="Theorem 1's oracle surface in the sandbox: coverage, risk and regret of "
-                   "thresholding (1 − λ)A* + λE* per λ and target coverage"),
-    Artefact("sandbox_intervals", "studies/sandbox_intervals.csv", "sandbox", _SANDBOX,
-             shown=False, title="Every rejected interval per scorer, with its mass"),
-    Artefact("sandbox_curves", "studies/sandbox_curves.csv", "sandbox", _SANDBOX, shown=False,
-             title="The sandbox on its grid: f*, posterior, densities, T*, A*, E*, every "
-                   "scorer and what it accepts"),
-    Artefact("sandbox_training", "studies/sandbox_training.csv", "sandbox", _SANDBOX,
-             shown=False, title="The sandbox's training sample"),
+    *STUDY_CATALOGUE,
     Artefact("studies_report", "studies/index.html", "studies_report", _STUDIES_PAGE,
              kind="page", shown=False, title="The studies' report (open in a browser)"),
     Artefact("studies_report_manifest", "studies/manifest.json", "studies_report",

@@ -164,3 +164,25 @@ def ood_study_methods(cfg: Mapping, condition: Condition) -> list[str]:
     if is_study_dataset(condition.dataset):
         return methods
     return [m for m in methods if fits_method(cfg, m, condition)]
+
+
+def sn_study_conditions(cfg: Mapping) -> list[Condition]:
+    """The SN study's conditions (config ``studies.sn_study``, App. D.4; none unless ``run``):
+    the run's implemented
+    conditions at the study's (noise, coverage), on its ``datasets`` (null: every configured
+    one) and ``priors``. The study refits the benchmark's own fits: a condition the grid does
+    not build plans nothing."""
+    study = study_settings(cfg, "sn_study")
+    if not study.get("run"):
+        return []
+    datasets = study.get("datasets")
+    return [c for c in implemented_conditions(cfg)
+            if (datasets is None or c.dataset in datasets) and c.prior in study["priors"]
+            and (c.noise, c.coverage) == (study["noise"], study["coverage"])]
+
+
+def sn_study_methods(cfg: Mapping, condition: Condition) -> list[str]:
+    """The study's ``methods`` the benchmark fits on ``condition`` (their plain arm is the
+    benchmark's configuration there), in the study's order."""
+    fitted = set(condition_methods(cfg, condition))
+    return [m for m in study_settings(cfg, "sn_study").get("methods", []) if m in fitted]

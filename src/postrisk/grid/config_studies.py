@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from postrisk.covariates.registry import registry, task_datasets
 from postrisk.grid.config_methods import ConfigError
-from postrisk.grid.vocabulary import COVERAGES, NOISE_MODES, PRIORS
+from postrisk.grid.vocabulary import COVERAGES, NOISE_MODES, PRIORS, SN_METHODS
 
 
 def _names(values) -> dict:
@@ -42,6 +42,21 @@ def sandbox_schema() -> dict:
                           gap_depth={"type": "number", "exclusiveMinimum": 0, "maximum": 1}),
         coverage={"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         lambdas={"type": "integer", "minimum": 2})
+
+
+def sn_study_schema() -> dict:
+    """Config ``studies.sn_study`` (docs/design.md, "Spectral normalisation")."""
+    range_ = {"type": "array", "minItems": 2, "maxItems": 2,
+              "items": {"type": "number", "exclusiveMinimum": 0}}
+    return _section(
+        run={"type": "boolean"}, methods=_names(SN_METHODS),
+        datasets={"anyOf": [{"type": "null"}, _names(task_datasets())]},
+        priors=_names(PRIORS), noise={"enum": list(NOISE_MODES)},
+        coverage={"enum": list(COVERAGES)}, seeds_per_condition=_positive_int(),
+        trials=_positive_int(), startup_trials={"type": "integer", "minimum": 0},
+        sn_coeff=range_, weight_decay=range_,
+        max_preservation_points={"type": "integer", "minimum": 10},
+        min_instances=_positive_int(), bootstrap=_positive_int())
 
 
 def studies_schema(methods: tuple[str, ...]) -> dict:
@@ -84,18 +99,23 @@ def studies_schema(methods: tuple[str, ...]) -> dict:
             # the closed-form 1-D sandbox (`run`: planned in `all` and
             # `studies`; `snakemake sandbox` builds it either way)
             "sandbox": sandbox_schema(),
+            # App. D.4: eight network methods plain, spectrally normalised and with strong
+            # weight decay (`run`: planned in `all` and `studies`)
+            "sn_study": sn_study_schema(),
         },
     }
 
 
 def check_studies(cfg: Mapping) -> None:
     """What the schema cannot say about the studies' sections (:func:`check_ood_pair`,
-    :func:`check_sandbox`)."""
+    :func:`check_sandbox`, :func:`check_sn_study`)."""
     studies = cfg.get("studies") or {}
     if studies.get("ood_proxy"):
         check_ood_pair(studies["ood_proxy"])
     if studies.get("sandbox"):
         check_sandbox(studies["sandbox"])
+    if studies.get("sn_study"):
+        check_sn_study(studies["sn_study"])
 
 
 def check_ood_pair(study: Mapping) -> None:
@@ -122,3 +142,12 @@ def check_sandbox(study: Mapping) -> None:
         if not lo <= value <= hi:
             raise ConfigError(f"config key 'studies.sandbox.{key}': {value} lies outside the "
                               f"domain [{lo}, {hi}]")
+
+
+def check_sn_study(study: Mapping) -> None:
+    """The SN study's ranges run upwards."""
+    for key in ("sn_coeff", "weight_decay"):
+        low, high = study[key]
+        if not high > low:
+            raise ConfigError(f"config key 'studies.sn_study.{key}': {study[key]} must run "
+                              "upwards ([low, high], high > low)")

@@ -250,6 +250,9 @@ def _simple_jobs(stage: str, units: Mapping[str, Sequence[Any]]
     if stage == "ood_study":  # one job over every OOD fit store and its instances' samples
         costs = [(None, u.dataset) for u in units["ood_fit"]]
         return {(): ([], costs)} if costs else {}
+    if stage == "sn_study":  # one job over every SN study record and its conditions' scores
+        costs = [(None, None)] * len(units["sn_fit"])
+        return {(): ([], costs)} if costs else {}
     if stage == "sandbox":  # one job building the closed-form sandbox, where it runs
         return {(): ([], [(None, None)])} if units["sandbox"] else {}
     if stage == "studies_report":  # one page of every study's tables, where a study runs

@@ -35,6 +35,12 @@ TEMPLATES: dict[str, str] = {
     # the OOD study: one method refitted on a condition's instances and asked at their query
     # rows against the study's OOD set
     "ood_fit": "studies/ood_proxy/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.zarr",
+    # the SN study: one network method's three arms (plain, SN, WD) on a condition's
+    # instances, one row per (seed, arm); the arms' configurations and sweeps; the sweeps'
+    # journals (one per arm: the prefix, then ".<arm>.log")
+    "sn_fit": "studies/sn_study/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.csv",
+    "sn_tuning": "studies/sn_study/tuning/{dataset}/{prior}/{noise}/{coverage}/{method}.json",
+    "sn_journal": "studies/sn_study/tuning/journals/{dataset}/{prior}/{noise}/{coverage}/{method}",
 }
 
 #: Every key a template may use, each matching itself as a Snakemake wildcard.

@@ -154,6 +154,14 @@ class Planner:
                 "ood": list(dict.fromkeys(u.ood_covariates for u in units)),
                 "scores": self.score_tables() if units else []}
 
+    def sn_study_inputs(self) -> dict[str, list[str]]:
+        """The SN study's inputs: its record files (``records``) and the score tables of its
+        conditions (``scores``: the benchmark's methods on the same instances, Figure 10)."""
+        units = self.units["sn_fit"]
+        conditions = {u.condition for u in units}
+        return {"records": [u.out for u in units],
+                "scores": [u.out for u in self.units["score"] if u.condition in conditions]}
+
     def instances_per_method(self) -> dict[str, int]:
         """Per implemented method, the instances it is scored on: its conditions' usable
         seeds (``seeds.valid_per_cell`` each)."""

@@ -16,13 +16,14 @@ from postrisk.tasks.key import CONDITION_COLUMNS, KEY_COLUMNS
 #: Stages in the order the workflow runs them: the benchmark's, then the studies'.
 STAGES = ("covariates", "prior", "sample", "posterior", "valid_seeds", "checks", "fit", "score",
           "disentanglement", "tables", "figure", "report", "warmup_posterior", "warmup_check",
-          "ood_fit", "ood_study", "sandbox", "studies_report")
+          "ood_fit", "ood_study", "sandbox", "sn_fit", "sn_study", "studies_report")
 #: The studies (``studies.<study>`` in the config): the stages each runs, in order, before the
 #: one page of every study's tables (``studies_report``). Each study's budget is the sum of its
 #: stages' (``benchmarks/demo_budget.py`` prints it).
 STUDIES: dict[str, tuple[str, ...]] = {"warmup_check": ("warmup_posterior", "warmup_check"),
                                        "ood_proxy": ("ood_fit", "ood_study"),
-                                       "sandbox": ("sandbox",)}
+                                       "sandbox": ("sandbox",),
+                                       "sn_study": ("sn_fit", "sn_study")}
 
 #: The keys of one unit of each batchable stage, in path order.
 UNIT_KEYS: dict[str, tuple[str, ...]] = {
@@ -31,16 +32,18 @@ UNIT_KEYS: dict[str, tuple[str, ...]] = {
     "fit": (*CONDITION_COLUMNS, "method"),
     "warmup_posterior": KEY_COLUMNS,
     "ood_fit": (*CONDITION_COLUMNS, "method"),
+    "sn_fit": (*CONDITION_COLUMNS, "method"),
 }
 #: Keys every job of a batchable stage must fix: one prior per posterior process (bartz needs
 #: JAX x64 off, the BNN posterior on), one method per fit process.
 FIXED_KEYS: dict[str, tuple[str, ...]] = {"sample": (), "posterior": ("prior",),
                                          "fit": ("method",), "warmup_posterior": ("prior",),
-                                         "ood_fit": ("method",)}
+                                         "ood_fit": ("method",), "sn_fit": ("method",)}
 #: What each batchable stage writes per unit (kinds of :mod:`postrisk.grid.paths`).
 OUTPUT_KINDS: dict[str, tuple[str, ...]] = {
     "sample": ("sample",), "posterior": ("task",), "fit": ("fit", "tuning_result"),
     "warmup_posterior": ("warmup_task",), "ood_fit": ("ood_fit",),
+    "sn_fit": ("sn_fit", "sn_tuning"),
 }
 #: Inputs of a unit of the instance stages: (kind, the keys of the unit its path takes). The
 #: inputs of a fit unit depend on its cell's seed policy and have no fixed shape.
@@ -63,11 +66,13 @@ SIMPLE_KEYS: dict[str, tuple[str, ...]] = {
     "warmup_check": (),
     "ood_study": (),
     "sandbox": (),
+    "sn_study": (),
     "studies_report": (),
 }
 #: Stages whose cost entry is per prior or per method.
 COST_BY = {"prior": "prior", "sample": "prior", "posterior": "prior", "fit": "method",
-           "disentanglement": "method", "warmup_posterior": "prior", "ood_fit": "method"}
+           "disentanglement": "method", "warmup_posterior": "prior", "ood_fit": "method",
+           "sn_fit": "method"}
 
 
 class GroupingError(ValueError):

@@ -2,9 +2,9 @@
 
 The studies' units follow :mod:`postrisk.grid.units` (frozen dataclasses that say their keys,
 inputs and outputs, taken as they are by the step functions): the HBART warm-up check's
-posteriors (App. B.7), the OOD study's fits (App. D.3) and the 1-D sandbox (Paplhám et al.,
-2026, §4.2; one unit where it runs). :func:`stage_units` enumerates the units of every stage,
-the benchmark's and the studies', from one seed policy.
+posteriors (App. B.7), the OOD study's fits (App. D.3), the 1-D sandbox (Paplhám et al.,
+2026, §4.2; one unit where it runs) and the SN study's fits (App. D.4). :func:`stage_units`
+enumerates the units of every stage, the benchmark's and the studies', from one seed policy.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from postrisk.grid.conditions import (
     ood_study,
     ood_study_conditions,
     ood_study_methods,
+    sn_study_conditions,
+    sn_study_methods,
     study_settings,
 )
 from postrisk.grid.paths import condition_path, path
@@ -174,6 +176,68 @@ def sandbox_units(cfg: Mapping) -> list[SandboxUnit]:
     return [SandboxUnit(study)] if study.get("run") else []
 
 
+@dataclass(frozen=True)
+class SNFitUnit(_ConditionUnit):
+    """The SN study (App. D.4): one network method's three arms on one condition — the plain
+    arm at the benchmark's configuration (its fit store ``benchmark``: the configuration and the
+    seeds it fitted), the SN and WD arms re-tuned (journals ``journal``.<arm>.log) and fitted on
+    the same seeds' task stores (``tasks``: every candidate seed of the condition; the first
+    ``study["seeds_per_condition"]`` the benchmark fitted are used). ``settings``: the method's
+    fixed settings (config ``method_settings``); ``study``: config ``studies.sn_study`` with the
+    tuning's validation fraction."""
+
+    method: str
+    condition: Condition
+    seeds: tuple[int, ...]
+    tasks: tuple[str, ...]
+    benchmark: str
+    settings: Mapping[str, Any]
+    study: Mapping[str, Any]
+    journal: str
+    out: str
+    tuning_out: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {**self.condition._asdict(), "method": self.method}
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return (self.benchmark, *self.tasks)
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return (self.out, self.tuning_out)
+
+    @property
+    def label(self) -> str:
+        return f"{self.method} on {'/'.join(self.condition)}"
+
+
+def sn_fit_units(cfg: Mapping, policy: SeedPolicy) -> list[SNFitUnit]:
+    """The SN study's units (config ``studies.sn_study``): method by method, each of the
+    study's conditions the benchmark fits it on."""
+    conditions = sn_study_conditions(cfg)
+    if not conditions:
+        return []
+    study = {**study_settings(cfg, "sn_study"),
+             "validation_fraction": float(cfg["tuning"]["validation_fraction"])}
+    units = []
+    for method in study["methods"]:
+        for c in conditions:
+            if method not in sn_study_methods(cfg, c):
+                continue
+            seeds = tuple(policy.condition_seeds(c))
+            at = partial(condition_path, c)
+            units.append(SNFitUnit(
+                method=method, condition=c, seeds=seeds,
+                tasks=tuple(at("task", seed=s) for s in seeds), benchmark=at("fit", method=method),
+                settings=cfg.get("method_settings", {}).get(method, {}), study=study,
+                journal=at("sn_journal", method=method), out=at("sn_fit", method=method),
+                tuning_out=at("sn_tuning", method=method)))
+    return units
+
+
 def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, list[Any]]:
     """Every stage's units (the stages that have them; ``checks``, ``tables`` and ``report`` are
     one job over everything, ``figure`` one job per catalogue figure), computed once from one
@@ -184,4 +248,5 @@ def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, lis
             "valid_seeds": valid_seeds_units(cfg, policy), "fit": fit_units(cfg, policy),
             "score": score_units(cfg, policy), "disentanglement": disentanglement_units(cfg),
             "warmup_posterior": warmup_posterior_units(cfg, policy),
-            "ood_fit": ood_fit_units(cfg, policy), "sandbox": sandbox_units(cfg)}
+            "ood_fit": ood_fit_units(cfg, policy), "sandbox": sandbox_units(cfg),
+            "sn_fit": sn_fit_units(cfg, policy)}
