@@ -173,6 +173,13 @@ def sandbox_settings():
     return {key: value for key, value in section.items() if key != "run"}
 
 
+def sn_study_settings():
+    """What the SN study's tables take from config `studies.sn_study`: the bootstrap's
+    replicates and the instances per method below which a regression is not interpreted."""
+    section = (config.get("studies") or {}).get("sn_study") or {}
+    return {key: section[key] for key in ("bootstrap", "min_instances") if key in section}
+
+
 def all_targets(wildcards):
     """Everything the configuration asks for; stops a plain local run of a large grid."""
     if workflow.local_exec and not workflow.dryrun:

@@ -144,6 +144,61 @@ rule sandbox:
         "../scripts/sandbox.py"
 
 
+# App. D.4: does spectral normalisation help the network methods? Each (method, condition)'s
+# plain arm refitted at the benchmark's configuration, the SN and WD arms re-tuned and fitted on
+# the same seeds (one rule per output shape like the fit stage), then Tables 13–14, the
+# mediation regressions and Figure 10 in one job.
+for _rule in GROUPED["sn_fit"]:
+
+    rule:
+        name:
+            _rule.name
+        input:
+            inputs_of(_rule),
+        output:
+            _rule.outputs["sn_fit"] + _rule.outputs["sn_tuning"],
+        params:
+            jobs=jobs_of(_rule),
+        log:
+            _rule.log,
+        benchmark:
+            _rule.benchmark
+        wildcard_constraints:
+            **_rule.constraints,
+        conda:
+            env(_rule.env)
+        threads: threads_of(_rule)
+        resources:
+            **resources_of(_rule),
+        script:
+            "../scripts/sn_fit.py"
+
+
+rule sn_study:
+    input:
+        records=PLANNER.sn_study_inputs()["records"],
+        scores=PLANNER.sn_study_inputs()["scores"],
+    output:
+        tables=primary_files(*stage_tables("sn_study")),
+        figure=path_of("fig10_sn_methods"),
+        companions=companion_files("fig10_sn_methods"),
+    params:
+        ids=stage_tables("sn_study"),
+        settings=sn_study_settings(),
+        scale=config["scale"],
+    log:
+        SIMPLE["sn_study"].log,
+    benchmark:
+        SIMPLE["sn_study"].benchmark
+    conda:
+        env("core")
+    threads: threads_of(SIMPLE["sn_study"])
+    resources:
+        **resources_of(SIMPLE["sn_study"]),
+    script:
+        "../scripts/sn_study.py"
+
+
 rule studies_report:
     input:
         contents=[f for item in PLANNER.study_contents() for f in item.files],

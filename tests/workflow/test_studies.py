@@ -263,3 +263,95 @@ def test_a_bad_sandbox_section_stops_with_a_clear_message(tmp_path, change, mess
     config.write_text(yaml.safe_dump({"studies": {"sandbox": change}}))
     with pytest.raises(ConfigError, match=message):
         load_config(REPO / "config.yaml", config)
+
+
+#: The SN study at toy size: NN-Lap and NN-Ens (the smoke preset's small networks) on the smoke
+#: grid's one GP instance of Concrete, each arm re-tuned by a 2-trial sweep.
+TOY_SN = {
+    "methods": ["nn_lap", "nn_ens"], "tuning": {"methods": []},
+    "disentanglement": {"methods": []},
+    "studies": {"sn_study": {"run": True, "methods": ["nn_lap", "nn_ens"],
+                             "datasets": ["concrete"], "priors": ["gp"],
+                             "seeds_per_condition": 1, "trials": 2, "startup_trials": 2,
+                             "bootstrap": 50}},
+    "group_by": {"sn_fit": ["method"]},
+}
+
+
+@pytest.mark.slow
+def test_sn_study_at_toy_size(tmp_path):
+    preset = tmp_path / "toy_sn.yaml"
+    preset.write_text(yaml.safe_dump(TOY_SN))
+    planner = Planner(load_config(REPO / "config.yaml", SMOKE, preset))
+    assert planner.studies() == ["sn_study"]
+    units = planner.units["sn_fit"]
+    assert [u.method for u in units] == ["nn_lap", "nn_ens"]
+    run = snakemake(tmp_path, "studies", "--cores", "2", "--configfile", str(SMOKE), str(preset))
+    assert run.returncode == 0, run.stderr[-3000:]
+    scores = pd.read_csv(tmp_path / planner.sn_study_inputs()["scores"][0])
+    for unit in units:
+        records = pd.read_csv(tmp_path / unit.out)
+        assert records["arm"].tolist() == ["plain", "sn", "wd"]
+        assert (records["status"] == "ok").all() and records["preservation"].between(-1, 1).all()
+        assert (records["preservation_points"] == 150).all()  # the smoke preset's n_eval
+        tuning = json.loads((tmp_path / unit.tuning_out).read_text())
+        assert tuning["configs"]["sn"]["spectral_norm"] is True
+        assert 0.5 <= tuning["configs"]["sn"]["sn_coeff"] <= 3.0
+        assert 1e-2 <= tuning["configs"]["wd"]["weight_decay"] <= 1.0
+        assert len(tuning["sweeps"]["wd"]["trials"]) == 2
+        # the plain arm is the benchmark's fit: the same configuration, the same ρ
+        bench = open_zarr(tmp_path / unit.benchmark, load=False)
+        assert tuning["configs"]["plain"] == json.loads(bench.attrs["config"])
+        row = scores[scores["method"] == unit.method].iloc[0]
+        assert records.loc[0, "rho_risk"] == pytest.approx(
+            row["spearman_eu_posterior_excess_risk"], abs=1e-6)
+    results = tmp_path / "results" / "studies"
+    table13 = pd.read_csv(results / "table13.csv")
+    assert (table13["scale"] == "smoke").all()
+    assert table13["method"].tolist() == ["NN-Lap", "NN-Lap", "NN-Ens", "NN-Ens",
+                                          "All (pooled)", "All (pooled)"]
+    assert (table13["n_datasets"] == 1).all() and table13["delta_rho_risk_low"].isna().all()
+    assert table13["paper_delta_rho_risk"].notna().all()
+    mediation = pd.read_csv(results / "sn_mediation.csv")
+    assert not mediation["interpretable"].any()
+    assert mediation["note"].str.contains("not interpretable at this scale").all()
+    assert {"NN-Lap", "NN-Ens", "All (pooled)"} <= set(pd.read_csv(results / "table14.csv")
+                                                         ["method"])
+    assert (results / "fig10_sn_methods.png").stat().st_size > 0
+    page = (results / "index.html").read_text()
+    assert "paper Table 13" in page and "paper Figure 10" in page
+    again = snakemake(tmp_path, "studies", "-n", "--configfile", str(SMOKE), str(preset))
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_the_paper_config_plans_the_sn_study_with_resources():
+    planner = Planner(load_config(REPO / "config.yaml"))
+    cfg = planner.config
+    study = cfg["studies"]["sn_study"]
+    units = planner.units["sn_fit"]
+    cells = {u.condition for u in units if u.method == "nn_lap"}
+    assert cells == {c for c in planner.conditions if c.prior in study["priors"]
+                     and (c.noise, c.coverage) == (study["noise"], study["coverage"])}
+    assert len(units) == len(cells) * len(study["methods"])
+    assert {c.dataset for c in cells} == set(cfg["datasets"])
+    for unit in units:  # the benchmark's own fits are the plain arm
+        assert unit.benchmark == path("fit", **unit.condition._asdict(), method=unit.method)
+        assert unit.benchmark in unit.inputs and unit.study["trials"] == study["trials"]
+    for rule in planner.stage_rules("sn_fit"):
+        for job in rule.jobs.values():
+            assert job.resources.threads >= 1 and job.resources.runtime > 0
+    assert planner.rule("sn_study").jobs
+    assert "results/studies/table13.csv" in planner.study_files()
+    assert "sn_study" not in Planner(load_config(REPO / "config.yaml", REPO / "presets" /
+                                                 "demo.yaml")).studies()
+
+
+def test_a_bad_sn_study_section_stops_with_a_clear_message(tmp_path):
+    config = tmp_path / "bad_sn.yaml"
+    config.write_text(yaml.safe_dump({"studies": {"sn_study": {"sn_coeff": [3.0, 0.5]}}}))
+    with pytest.raises(ConfigError, match=r"'studies.sn_study.sn_coeff': \[3.0, 0.5\] must run "
+                                          "upwards"):
+        load_config(REPO / "config.yaml", config)
+    config.write_text(yaml.safe_dump({"studies": {"sn_study": {"methods": ["blr"]}}}))
+    with pytest.raises(ConfigError, match="sn_study"):
+        load_config(REPO / "config.yaml", config)

@@ -20,7 +20,7 @@ from postrisk.tasks.store import validate_store
 from postrisk.tasks.validity import read_usable_seeds, select_valid_seeds
 
 if TYPE_CHECKING:
-    from postrisk.grid.study_units import OODFitUnit
+    from postrisk.grid.study_units import OODFitUnit, SNFitUnit
     from postrisk.grid.units import (
         DisentanglementUnit,
         FitUnit,
@@ -332,6 +332,38 @@ def report_sandbox(settings: Mapping, out: Mapping[str, str | Path], scale: str)
     tables = write_sandbox(settings, out, scale)
     logger.info("\n%s", tables["sandbox_scorers"].drop(columns=["scale", "name"]).to_string())
     logger.info("\n%s", tables["sandbox_overlap"].drop(columns="scale").to_string())
+
+
+def sn_fits(units: Sequence[SNFitUnit], n_threads: int = 1) -> None:
+    """One job of the SN study's fits (rule ``sn_fit``'s ``params.jobs``): each (method,
+    condition)'s plain, SN and WD arms on the seeds its benchmark fit store holds
+    (:func:`postrisk.evaluation.sn_fits.write_sn_fits`)."""
+    from postrisk.evaluation.sn_fits import write_sn_fits
+
+    with progress_steps(len(units), "SN study fits", logger) as progress:
+        for unit in units:
+            frame = write_sn_fits(unit.method, unit.benchmark,
+                                  dict(zip(unit.seeds, unit.tasks, strict=True)),
+                                  unit.settings, unit.study, unit.journal, unit.condition,
+                                  unit.out, unit.tuning_out, n_threads=n_threads)
+            summary = frame.groupby("arm", sort=False)[["rho_risk", "preservation"]].mean()
+            progress.advance(message=f"{unit.label}: " + "; ".join(
+                f"{arm} ρ_risk {row.rho_risk:.3f}, preservation {row.preservation:.3f}"
+                for arm, row in summary.iterrows()))
+
+
+def report_sn_study(records: Sequence[str | Path], scores: Sequence[str | Path],
+                    out: Mapping[str, str | Path], settings: Mapping, scale: str) -> None:
+    """Rule ``sn_study``: Tables 13–14, the mediation regressions and Figure 10
+    (:func:`postrisk.report.sn_study.write_sn_study`); ``settings``: the bootstrap's
+    replicates and the instances per method a regression needs."""
+    from postrisk.report.sn_study import write_sn_study
+
+    tables = write_sn_study(records, scores, out, scale,
+                            n_boot=int(settings.get("bootstrap", 2000)),
+                            min_instances=int(settings.get("min_instances", 10)))
+    logger.info("\n%s", tables["table13"].to_string())
+    logger.info("\n%s", tables["table14"].to_string())
 
 
 def report_page(html: str | Path, manifest: str | Path, contents: Sequence, scale: str,
