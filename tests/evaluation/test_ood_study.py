@@ -11,13 +11,9 @@ import xarray as xr
 from postrisk.core.io import open_zarr, write_zarr_atomic
 from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.build import Covariates
-from postrisk.evaluation.ood_study import (
-    benchmark_configuration,
-    ood_records,
-    write_ood_fits,
-)
+from postrisk.evaluation.ood_study import ood_records, write_ood_fits
 from postrisk.gp.kernels import default_kernel
-from postrisk.methods.records import fit_records_to_dataset
+from postrisk.methods.records import benchmark_configuration, fit_records_to_dataset
 from postrisk.methods.runner import run_fit
 from postrisk.report.ood_proxy import ground_truth_rows, record_rows, table11
 from postrisk.tasks.generate import TaskKey, build_sample, build_task

@@ -293,7 +293,9 @@ def test_sn_study_at_toy_size(tmp_path):
         records = pd.read_csv(tmp_path / unit.out)
         assert records["arm"].tolist() == ["plain", "sn", "wd"]
         assert (records["status"] == "ok").all() and records["preservation"].between(-1, 1).all()
-        assert (records["preservation_points"] == 150).all()  # the smoke preset's n_eval
+        n_eval = validate_store(tmp_path / unit.tasks[0], kind="task").sizes["eval"]
+        assert (records["preservation_points"]
+                == min(unit.study["max_preservation_points"], n_eval)).all()
         tuning = json.loads((tmp_path / unit.tuning_out).read_text())
         assert tuning["configs"]["sn"]["spectral_norm"] is True
         assert 0.5 <= tuning["configs"]["sn"]["sn_coeff"] <= 3.0

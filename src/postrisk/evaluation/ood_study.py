@@ -59,23 +59,14 @@ def _instance(path: str | Path) -> Task:
     return Task(validate_store(path, kind="sample"))
 
 
-def benchmark_configuration(fit_store: str | Path, n_seeds: int) -> tuple[str, dict, list[int]]:
-    """(method, configuration, seeds) of a benchmark fit store: the configuration the fit
-    stage chose for the condition and the first ``n_seeds`` of the seeds it fitted (its usable
-    seeds, ascending)."""
-    bench = open_zarr(fit_store, load=False)
-    seeds = sorted(int(s) for s in bench["seed"].values)[:n_seeds]
-    return str(bench.attrs["method"]), json.loads(bench.attrs["config"]), seeds
-
-
 def write_ood_fits(method: str, config: Mapping, instances: Mapping[int, str | Path],
                    ood_covariates: str | Path, out: str | Path, n_max: int = MAX_QUERY,
                    n_threads: int = 1) -> Path:
     """Step 1 (module docstring): ``method`` at ``config`` (the benchmark's configuration of
-    the condition: :func:`benchmark_configuration`) on each instance of ``instances`` (seed →
-    its sample or task store, in seed order); ``ood_covariates``: the OOD set's covariate
-    store. A fit that fails is kept as such (``status``/``error``, NaN predictions), as in
-    the fit stage."""
+    the condition: :func:`postrisk.methods.records.benchmark_configuration`) on each instance
+    of ``instances`` (seed → its sample or task store, in seed order); ``ood_covariates``: the
+    OOD set's covariate store. A fit that fails is kept as such (``status``/``error``, NaN
+    predictions), as in the fit stage."""
     if not instances:
         raise ValueError(f"{out}: no instance to fit {method} on")
     seeds = sorted(int(s) for s in instances)

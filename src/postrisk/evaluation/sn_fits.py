@@ -23,7 +23,7 @@ NMSE of the mean against f* (mean squared error over Var(f*), at the evaluation 
 local distance preservation of the backbone's features
 (:func:`postrisk.evaluation.distance_preservation.mean_preservation` over the networks the EU
 is read from, :func:`postrisk.methods.nn.features.backbone_features`) on at most
-:data:`MAX_PRESERVATION_POINTS` evaluation points (a fixed random subset keyed by the instance,
+:data:`MAX_POINTS` evaluation points (a fixed random subset keyed by the instance,
 the same for every arm and method), and the configuration's depth, width, epochs, batch size,
 gradient steps, spectral-norm coefficient, weight decay and learning rate.
 """
@@ -41,11 +41,16 @@ import numpy as np
 import pandas as pd
 
 from postrisk.core import seeding
-from postrisk.core.io import open_zarr, write_text_atomic
+from postrisk.core.io import write_text_atomic
 from postrisk.core.progress import progress_steps
-from postrisk.evaluation.distance_preservation import mean_preservation, preservation_subset
+from postrisk.evaluation.distance_preservation import (
+    MAX_POINTS,
+    mean_preservation,
+    preservation_subset,
+)
 from postrisk.evaluation.metrics import spearman
 from postrisk.methods.nn.features import backbone_features
+from postrisk.methods.records import benchmark_configuration
 from postrisk.methods.runner import resolve_method, run_estimator
 from postrisk.tasks.key import TaskKey
 from postrisk.tasks.task import Task
@@ -55,8 +60,6 @@ logger = logging.getLogger(__name__)
 
 #: The study's arms, in the order they are fitted and reported.
 ARMS = ("plain", "sn", "wd")
-#: At most this many evaluation points enter the distance preservation (a fixed subset).
-MAX_PRESERVATION_POINTS = 500
 #: The columns of a record file, one row per (seed, arm).
 RECORD_COLUMNS = ("dataset", "prior", "noise", "coverage", "seed", "method", "arm", "status",
                   "error", "rho_risk", "rho_var", "nmse", "preservation", "preservation_points",
@@ -86,7 +89,7 @@ def nmse(mean: np.ndarray, f_true: np.ndarray) -> float:
     return float(np.mean((np.asarray(mean, dtype=np.float64) - f_true) ** 2) / var)
 
 
-def preservation_rows(task: Task, max_points: int = MAX_PRESERVATION_POINTS) -> np.ndarray:
+def preservation_rows(task: Task, max_points: int = MAX_POINTS) -> np.ndarray:
     """The evaluation points whose distances enter the preservation: all of them, or a fixed
     random subset of ``max_points`` keyed by the instance."""
     label = TaskKey.from_attrs(task.ds.attrs).label
@@ -105,7 +108,7 @@ def _config_columns(config: Mapping[str, Any], arm: str, n_train: int) -> dict[s
 
 
 def instance_record(method: str, config: Mapping[str, Any], task: Task, arm: str,
-                    n_threads: int = 1, max_points: int = MAX_PRESERVATION_POINTS
+                    n_threads: int = 1, max_points: int = MAX_POINTS
                     ) -> dict[str, Any]:
     """One row of :data:`RECORD_COLUMNS`: ``method`` at ``config`` fitted on the instance
     (``random_state`` = its seed) and judged against its oracle (module docstring); never
@@ -136,14 +139,6 @@ def instance_record(method: str, config: Mapping[str, Any], task: Task, arm: str
     return row
 
 
-def benchmark_plain(fit_store: str | Path, n_seeds: int) -> tuple[str, dict, list[int]]:
-    """(method, configuration, seeds) of a benchmark fit store: the plain arm's configuration
-    and the first ``n_seeds`` of the seeds it fitted (its usable seeds, ascending)."""
-    bench = open_zarr(fit_store, load=False)
-    seeds = sorted(int(s) for s in bench["seed"].values)[:n_seeds]
-    return str(bench.attrs["method"]), json.loads(bench.attrs["config"]), seeds
-
-
 def tune_arm(method: str, arm: str, task: Task, settings: Mapping[str, Any],
              study: Mapping[str, Any], journal: str | Path, condition: Sequence[str],
              n_threads: int = 1) -> TuningResult:
@@ -170,7 +165,7 @@ def write_sn_fits(method: str, benchmark: str | Path, tasks: Mapping[int, str | 
     first candidate seed, as the benchmark's) and their winners, each fitted on those seeds
     (``tasks``: every candidate seed → its task store); writes the records (``out``, CSV) and
     the arms' configurations and sweeps (``tuning_out``, JSON)."""
-    name, plain, seeds = benchmark_plain(benchmark, int(study["seeds_per_condition"]))
+    name, plain, seeds = benchmark_configuration(benchmark, int(study["seeds_per_condition"]))
     if name != method:
         raise ValueError(f"{benchmark} holds {name}, not {method}")
     missing = [s for s in seeds if s not in tasks]

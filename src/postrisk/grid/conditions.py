@@ -168,10 +168,9 @@ def ood_study_methods(cfg: Mapping, condition: Condition) -> list[str]:
 
 def sn_study_conditions(cfg: Mapping) -> list[Condition]:
     """The SN study's conditions (config ``studies.sn_study``, App. D.4; none unless ``run``):
-    the run's implemented
-    conditions at the study's (noise, coverage), on its ``datasets`` (null: every configured
-    one) and ``priors``. The study refits the benchmark's own fits: a condition the grid does
-    not build plans nothing."""
+    the run's implemented conditions at the study's (noise, coverage), on its ``datasets``
+    (null: every configured one) and ``priors``. The study refits the benchmark's own fits: a
+    condition the grid does not build plans nothing."""
     study = study_settings(cfg, "sn_study")
     if not study.get("run"):
         return []

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from postrisk.core.io import canonical_json
+from postrisk.core.io import canonical_json, open_zarr
 from postrisk.methods.interface import PREDICTION_FIELDS, Prediction
 
 if TYPE_CHECKING:
@@ -118,3 +119,12 @@ def fit_records_from_dataset(ds: xarray.Dataset) -> list[FitRecord]:
             error=str(ds["error"].values[i]),
         ))
     return records
+
+
+def benchmark_configuration(fit_store: str | Path, n_seeds: int) -> tuple[str, dict, list[int]]:
+    """(method, configuration, seeds) of a benchmark fit store: the configuration the fit
+    stage chose for the condition and the first ``n_seeds`` of the seeds it fitted (its usable
+    seeds, ascending)."""
+    bench = open_zarr(fit_store, load=False)
+    seeds = sorted(int(s) for s in bench["seed"].values)[:n_seeds]
+    return str(bench.attrs["method"]), json.loads(bench.attrs["config"]), seeds

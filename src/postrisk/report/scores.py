@@ -22,7 +22,7 @@ from postrisk.tasks.key import KEY_COLUMNS
 
 def read_condition_scores(paths: Sequence[str | Path]) -> pd.DataFrame:
     """Every condition's score table, concatenated (a condition whose cell has no valid seed
-    wrote an empty file)."""
+    wrote an empty file; an empty frame when every file is empty)."""
     frames = []
     for path in paths:
         try:
@@ -31,7 +31,7 @@ def read_condition_scores(paths: Sequence[str | Path]) -> pd.DataFrame:
             continue
         if len(frame):
             frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def rhat_share(instances: pd.DataFrame) -> float | None:

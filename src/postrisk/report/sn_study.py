@@ -26,11 +26,14 @@ from postrisk.evaluation.sn_statistics import (
     regression_with_intervals,
     within_dataset_spearman,
 )
-from postrisk.methods.table import SN_STUDY_METHODS, ablation_entry, table_entry
+from postrisk.methods.registry import display_name
+from postrisk.methods.table import SN_STUDY_METHODS
 from postrisk.report.style import write_scaled_tables
+from postrisk.report.table_builders import without_ablations
+from postrisk.tasks.key import KEY_COLUMNS
 
 #: An instance of the benchmark.
-INSTANCE = ("dataset", "prior", "noise", "coverage", "seed")
+INSTANCE = KEY_COLUMNS
 #: The network methods in the paper's order (Table 13).
 METHODS = SN_STUDY_METHODS
 #: The arms compared with the plain network.
@@ -74,12 +77,6 @@ NOT_ESTIMABLE = ("not estimable: too few rows, or a term constant or collinear w
 OUTPUTS = ("table13", "sn_mediation", "table14", "sn_instances", "fig10_sn_methods")
 
 
-def display(name: str) -> str:
-    """A method's display name (the method table's; the name itself for any other)."""
-    entry = table_entry(name)
-    return entry.display_name if entry is not None else name
-
-
 def _paper(source: str, quantity: str, group: str, item: str = "") -> float:
     value = paper_value(source, quantity, group, item)
     return np.nan if value is None else value
@@ -93,7 +90,8 @@ def _methods(frame: pd.DataFrame) -> list[str]:
 
 def _groups(frame: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
     """(display name, the paper's group, rows) per method, then the pooled rows."""
-    out = [(display(m), display(m), frame[frame["method"] == m]) for m in _methods(frame)]
+    names = {m: display_name(m) for m in _methods(frame)}
+    out = [(name, name, frame[frame["method"] == m]) for m, name in names.items()]
     return [*out, (POOLED, "pooled", frame)]
 
 
@@ -138,7 +136,7 @@ def paired_differences(records: pd.DataFrame) -> pd.DataFrame:
     arms = ok[ok["arm"].isin(ARMS)][[*keys, "arm", *values]]
     pairs = arms.merge(plain, on=keys, how="inner")
     out = pairs[[*keys, "arm"]].copy()
-    out.insert(len(keys) - 1, "display_name", pairs["method"].map(display))
+    out.insert(len(keys) - 1, "display_name", pairs["method"].map(display_name))
     for column in ("rho_risk", "rho_var", "preservation"):
         out[f"delta_{column}"] = pairs[column].astype(float) - pairs[f"plain_{column}"]
     arm_nmse, plain_nmse = pairs["nmse"].astype(float), pairs["plain_nmse"].astype(float)
@@ -289,7 +287,8 @@ def table14(diffs: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for method in [*methods, None]:
         pooled = method is None
-        label, group = (POOLED, "pooled") if pooled else (display(method), display(method))
+        name = None if pooled else display_name(method)
+        label, group = (POOLED, "pooled") if pooled else (name, name)
         frames = {"plain": ok if pooled else ok[ok["method"] == method],
                   "sn": sn if pooled else sn[sn["method"] == method]}
         row: dict = {"method": label, "n_instances": int(len(frames["plain"])),
@@ -342,11 +341,11 @@ def figure10_frame(records: pd.DataFrame, scores: pd.DataFrame | None) -> pd.Dat
         present = records[keys].drop_duplicates()
         bench = scores[(scores["kind"] == "method") & (scores["status"].astype(str) == "ok")]
         bench = bench.merge(present, on=keys, how="inner")
-        bench = bench[bench["method"].map(lambda m: ablation_entry(str(m)) is None)]
+        bench = without_ablations(bench)
         for method, group in bench.groupby("method", sort=True):
             for target, (column, _) in TARGETS.items():
                 mean, low, high, n = _summary(group[column])
-                rows.append({"label": display(method), "method": method, "source": "benchmark",
+                rows.append({"label": display_name(method), "method": method, "source": "benchmark",
                              "arm": "plain", "target": target, "mean": mean, "low": low,
                              "high": high, "n": n})
     ok = records[records["status"].astype(str) == "ok"]
@@ -355,8 +354,8 @@ def figure10_frame(records: pd.DataFrame, scores: pd.DataFrame | None) -> pd.Dat
             group = ok[(ok["method"] == method) & (ok["arm"] == arm)]
             if group.empty:
                 continue
-            label = (f"{display(method)} (plain, study)" if arm == "plain"
-                     else f"{display(method)} + {ARM_LABELS[arm]}")
+            label = (f"{display_name(method)} (plain, study)" if arm == "plain"
+                     else f"{display_name(method)} + {ARM_LABELS[arm]}")
             for target, (_, column) in TARGETS.items():
                 mean, low, high, n = _summary(group[column])
                 rows.append({"label": label, "method": method, "source": "sn_study",
@@ -367,16 +366,11 @@ def figure10_frame(records: pd.DataFrame, scores: pd.DataFrame | None) -> pd.Dat
 
 
 # -- the study's stage -------------------------------------------------------------------------
-def _read_scores(paths: Sequence[str | Path]) -> pd.DataFrame | None:
-    frames = []
-    for path in paths:
-        try:
-            frame = pd.read_csv(path)
-        except pd.errors.EmptyDataError:
-            continue
-        if len(frame):
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else None
+def _score_tables(paths: Sequence[str | Path]) -> pd.DataFrame | None:
+    """The benchmark's score tables of the study's conditions (None without any)."""
+    from postrisk.report.scores import read_condition_scores
+
+    return read_condition_scores(paths) if paths else None
 
 
 def sn_instances(records: pd.DataFrame, diffs: pd.DataFrame) -> pd.DataFrame:
@@ -414,7 +408,7 @@ def write_sn_study(records: Sequence[str | Path], scores: Sequence[str | Path],
     missing = [ident for ident in OUTPUTS if ident not in out]
     if missing:
         raise ValueError(f"the SN study has no output path for {missing}")
-    tables = sn_study_tables(sn_records(records), _read_scores(scores),
+    tables = sn_study_tables(sn_records(records), _score_tables(scores),
                              seeding.rng("sn_study_bootstrap"), n_boot, min_instances)
     frame = tables.pop("fig10_sn_methods")
     write_scaled_tables(tables, out, scale)

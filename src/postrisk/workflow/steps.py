@@ -286,7 +286,8 @@ def ood_fits(units: Sequence[OODFitUnit], n_threads: int = 1) -> None:
     their query rows (:func:`postrisk.evaluation.ood_study.write_ood_fits`). On a benchmark
     dataset the configuration and seeds are its fit store's; on a study dataset the
     configuration is chosen as the fit stage chooses it (:func:`condition_config`)."""
-    from postrisk.evaluation.ood_study import benchmark_configuration, write_ood_fits
+    from postrisk.evaluation.ood_study import write_ood_fits
+    from postrisk.methods.records import benchmark_configuration
 
     with progress_steps(len(units), "OOD study fits", logger) as progress:
         for unit in units:
