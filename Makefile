@@ -9,11 +9,12 @@ CORES ?= 2
 # The fast tier runs in this many test processes (pytest-xdist), whole test files to each.
 TEST_WORKERS ?= $(CORES)
 
-.PHONY: env demo studies test test-slow lint envs clean-results help
+.PHONY: env demo studies paper-slice test test-slow lint envs clean-results help
 
 help:
 	@echo "make demo       set up .venv and run the embedded demo end to end"
 	@echo "make studies    the paper's studies, small (over the demo preset; <= 15 min)"
+	@echo "make paper-slice one Concrete cell per prior at the paper's settings (~80 min)"
 	@echo "make test       fast test tier (<= 10 min)"
 	@echo "make test-slow  slow test tier (<= 40 min)"
 	@echo "make lint       ruff + snakemake --lint + import contracts (lint-imports)"
@@ -42,6 +43,16 @@ STUDIES_CONFIG := presets/demo.yaml presets/studies.yaml
 studies: env
 	$(BIN)/snakemake studies --configfile $(STUDIES_CONFIG) --cores $(CORES) --quiet rules
 	@$(BIN)/postrisk outputs $(foreach f,$(STUDIES_CONFIG),--configfile $(f)) --studies
+
+# One Concrete cell per prior at the paper's settings (presets/paper_slice.yaml), in its own
+# folder; prints the wall time and every stage's measured job times.
+SLICE_DIR := runs/paper_slice
+paper-slice: env
+	@start=$$(date +%s); \
+	$(BIN)/snakemake --configfile presets/paper_slice.yaml --directory $(SLICE_DIR) \
+		--cores $(CORES) --quiet rules && \
+	echo "paper slice: wall time $$(( $$(date +%s) - start )) s"
+	$(BIN)/python benchmarks/job_times.py --results $(SLICE_DIR)/results
 
 test: env
 	$(BIN)/pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder

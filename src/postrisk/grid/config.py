@@ -84,7 +84,7 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                      "covariates", "local_guard", "cost_model", "gp_prior", "hbart_prior",
                      "bnn_prior", "posterior", "accelerator"],
         "properties": {
-            "scale": {"enum": ["paper", "demo", "smoke"]},
+            "scale": {"enum": ["paper", "paper_slice", "demo", "smoke"]},
             "datasets": _names(task_datasets()),
             "ood_datasets": {**_names(registry()), "minItems": 0},
             "priors": _names(PRIORS),
@@ -106,7 +106,9 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
             "seeds": {
                 "type": "object", "additionalProperties": False,
                 "required": ["valid_per_cell", "candidates"],
-                "properties": {"valid_per_cell": _positive_int(), "candidates": _positive_int()},
+                "properties": {"valid_per_cell": _positive_int(), "candidates": _positive_int(),
+                               "per_prior": {"type": "object",
+                                             "additionalProperties": _positive_int()}},
             },
             "sizes": {
                 "type": "object", "additionalProperties": False,
@@ -336,6 +338,10 @@ def validate_config(config: Mapping[str, Any], layers: Sequence[Mapping] = ()) -
             f"config key 'seeds.candidates': {seeds['candidates']} is smaller than "
             f"seeds.valid_per_cell = {seeds['valid_per_cell']}"
         )
+    unknown = [p for p in seeds.get("per_prior") or {} if p not in cfg["priors"]]
+    if unknown:
+        raise ConfigError(f"config key 'seeds.per_prior': {unknown} not in 'priors' "
+                          f"({', '.join(cfg['priors'])})")
     for key in ("prior_grid", "method_grid"):
         for name, grid in cfg.get(key, {}).items():
             for axis, values in grid.items():

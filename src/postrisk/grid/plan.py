@@ -116,7 +116,7 @@ def output_lines(cfg: Mapping, results: str | Path = RESULTS) -> Iterator[str]:
     planner = Planner(cfg)
     if planner.conditions:
         tasks = [Path(path("task", root, **c._asdict(), seed=s))
-                 for c in planner.conditions for s in planner.seeds.task_seeds]
+                 for c in planner.conditions for s in planner.seeds.prior_seeds(c.prior)]
         present = sum(t.exists() for t in tasks)
         yield f"  task stores: {Path(root) / 'tasks'}/  ({present} of {len(tasks)} present)"
         for stage in ("checks", "tables", "figure", "report"):

@@ -77,7 +77,7 @@ class Planner:
         """Every task store, condition by condition, seed by seed (the order in which the
         checks read them: their tables' rows and bootstrap follow it)."""
         return [condition_path(c, "task", seed=s) for c in self.conditions
-                for s in self.seeds.task_seeds]
+                for s in self.seeds.prior_seeds(c.prior)]
 
     def score_tables(self) -> list[str]:
         return [u.out for u in self.units["score"]]

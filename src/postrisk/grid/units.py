@@ -33,7 +33,7 @@ from postrisk.grid.conditions import (
     within,
 )
 from postrisk.grid.paths import condition_path, path
-from postrisk.grid.seeds import SeedPolicy, task_seeds
+from postrisk.grid.seeds import SeedPolicy
 from postrisk.tasks.key import TaskKey, config_digest
 
 
@@ -290,7 +290,7 @@ def _instance_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
         for dataset in dict.fromkeys(c.dataset for c in cs):
             keys += [TaskKey(dataset, prior, noise, coverage, seed)
                      for noise, coverage in cells if (dataset, noise, coverage) in present
-                     for seed in policy.task_seeds]
+                     for seed in policy.prior_seeds(prior)]
     return keys
 
 
@@ -322,7 +322,7 @@ def valid_seeds_units(cfg: Mapping, policy: SeedPolicy) -> list[ValidSeedsUnit]:
     """One per cell with BNN instances (their R̂ decides the cell's valid seeds)."""
     n_valid = int(cfg["seeds"]["valid_per_cell"])
     return [ValidSeedsUnit(c.cell, tuple(condition_path(c, "task", seed=s)
-                                         for s in policy.task_seeds),
+                                         for s in policy.prior_seeds("bnn")),
                            n_valid, condition_path(c, "seed_selection"))
             for c in implemented_conditions(cfg) if c.prior == "bnn"]
 
@@ -336,7 +336,7 @@ def fit_unit(cfg: Mapping, policy: SeedPolicy, c: Condition, method: str) -> Fit
     at = partial(condition_path, c)
     return FitUnit(method=method, condition=c, seeds=seeds,
                    samples=tuple(at("sample", seed=s) for s in seeds),
-                   selection=_selection(policy, c), n_valid=int(cfg["seeds"]["valid_per_cell"]),
+                   selection=_selection(policy, c), n_valid=policy.n_valid_for(c),
                    settings=cfg.get("method_settings", {}).get(method, {}),
                    tuning=cfg["tuning"] if is_tuned(cfg, method, c) else None,
                    journal=at("tuning_journal", method=method),
@@ -358,7 +358,7 @@ def score_units(cfg: Mapping, policy: SeedPolicy) -> list[ScoreUnit]:
         at = partial(condition_path, c)
         units.append(ScoreUnit(c, seeds, tuple(at("task", seed=s) for s in seeds), methods,
                                tuple(at("fit", method=m) for m in methods),
-                               _selection(policy, c), int(cfg["seeds"]["valid_per_cell"]),
+                               _selection(policy, c), policy.n_valid_for(c),
                                at("scores")))
     return units
 
@@ -371,11 +371,12 @@ def disentanglement_units(cfg: Mapping) -> list[DisentanglementUnit]:
     skipped)."""
     de = cfg.get("disentanglement") or {}
     methods = [m for m in de.get("methods", []) if m in implemented_methods(cfg)]
-    built = set(task_seeds(cfg))
+    policy = SeedPolicy(cfg)
     units = []
     for c in implemented_conditions(cfg):
         if not within(de.get("grid", {}), c):
             continue
+        built = set(policy.prior_seeds(c.prior))
         at = partial(condition_path, c)
         for method in (m for m in methods if fits_method(cfg, m, c)):
             units += [DisentanglementUnit(c, int(s), method, at("task", seed=s),

@@ -96,12 +96,21 @@ def mark_valid(instances: pd.DataFrame, n_valid: int, threshold: float = RHAT_TH
 
 def usable_seeds(candidates: Sequence[int], n_valid: int,
                  selection: Mapping | None = None) -> list[int]:
-    """The seeds a condition's fits and scores use: the ``valid`` list of its cell's seed
-    selection (:func:`select_valid_seeds`) when the BNN R̂ decides, else the first ``n_valid``
-    candidates."""
-    if selection is not None:
-        return [int(s) for s in selection["valid"]]
-    return valid_seeds(list(candidates), None, n_valid)[0]
+    """The seeds a condition's fits and scores use: the first ``n_valid`` of its cell's valid
+    seeds (the seed selection's ``valid`` list, :func:`select_valid_seeds`) that are among its
+    ``candidates`` when the BNN R̂ decides, else the first ``n_valid`` candidates. A prior built
+    on fewer seeds than the cell (``seeds.per_prior``) whose seeds hold fewer than ``n_valid``
+    valid ones raises :class:`TooFewValidSeeds`."""
+    if selection is None:
+        return valid_seeds(list(candidates), None, n_valid)[0]
+    built = {int(s) for s in candidates}
+    use = [int(s) for s in selection["valid"] if int(s) in built][:n_valid]
+    if len(use) < n_valid:
+        raise TooFewValidSeeds(
+            f"{len(use)} of the cell's valid seeds {list(selection['valid'])} are among the "
+            f"seeds {sorted(built)} this prior is built on, but {n_valid} are needed: raise "
+            "the config key 'seeds.per_prior' for this prior, or remove it")
+    return use
 
 
 def select_valid_seeds(max_rhat: Mapping[int, float], n_valid: int, cell: str = "") -> dict:
