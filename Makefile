@@ -9,7 +9,7 @@ CORES ?= 2
 # The fast tier runs in this many test processes (pytest-xdist), whole test files to each.
 TEST_WORKERS ?= $(CORES)
 
-.PHONY: env demo studies paper-slice test test-slow lint envs clean-results help
+.PHONY: env demo studies paper-slice gpu-bundle test test-slow lint envs clean-results help
 
 help:
 	@echo "make demo       set up .venv and run the embedded demo end to end"
@@ -53,6 +53,11 @@ paper-slice: env
 		--cores $(CORES) --quiet rules && \
 	echo "paper slice: wall time $$(( $$(date +%s) - start )) s"
 	$(BIN)/python benchmarks/job_times.py --results $(SLICE_DIR)/results
+
+# What travels to a lent GPU machine for benchmarks/gpu_check.py (docs/design.md, "The
+# paper-settings slice"): two Concrete sample stores, the wheels it lacks, this machine's times.
+gpu-bundle: env
+	$(BIN)/python benchmarks/gpu_check.py bundle --cpu-times $(SLICE_DIR)/results
 
 test: env
 	$(BIN)/pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder

@@ -14,3 +14,40 @@ def test_seed_policy_per_condition(paper):
     no_bnn = validate_config(dict(paper, priors=["gp", "hbart"]))
     assert not SeedPolicy(no_bnn).bnn_decides(with_bnn)
     assert condition_seeds(no_bnn, with_bnn) == list(range(paper["seeds"]["valid_per_cell"]))
+
+
+def test_per_prior_seeds_build_a_prior_on_the_first_seeds_only(paper):
+    """``seeds.per_prior``: the prior's instances (samples, posteriors) exist for its first k
+    seeds only; its fits and scores use the valid ones among them (at most k); the other
+    priors and the cell's seed selection are untouched."""
+    import pytest
+
+    from postrisk.grid import ConfigError, SeedPolicy
+    from postrisk.grid.units import (
+        fit_units,
+        posterior_units,
+        sample_units,
+        score_units,
+        valid_seeds_units,
+    )
+
+    cfg = validate_config(dict(paper, datasets=["concrete"], noise_modes=["bump"],
+                               coverages=["ood"], methods=["blr"],
+                               seeds={"valid_per_cell": 3, "candidates": 5,
+                                      "per_prior": {"hbart": 2}}))
+    policy = SeedPolicy(cfg)
+    assert policy.prior_seeds("hbart") == [0, 1]
+    assert policy.prior_seeds("gp") == policy.prior_seeds("bnn") == [0, 1, 2, 3, 4]
+    built = {(u.key.prior, u.key.seed) for u in posterior_units(cfg, policy)}
+    assert built == {(u.key.prior, u.key.seed) for u in sample_units(cfg, policy)}
+    assert built == {(p, s) for p in ("gp", "bnn") for s in range(5)} | {("hbart", 0),
+                                                                         ("hbart", 1)}
+    (selection,) = valid_seeds_units(cfg, policy)
+    assert len(selection.bnn_tasks) == 5 and selection.n_valid == 3
+    for unit in [*fit_units(cfg, policy), *score_units(cfg, policy)]:
+        hbart = unit.condition.prior == "hbart"
+        assert unit.seeds == ((0, 1) if hbart else (0, 1, 2, 3, 4))
+        assert unit.n_valid == (2 if hbart else 3)
+    with pytest.raises(ConfigError, match="'seeds.per_prior'.*not in 'priors'"):
+        validate_config(dict(paper, seeds={"valid_per_cell": 1, "candidates": 1,
+                                           "per_prior": {"hbart_typo": 1}}))

@@ -124,3 +124,9 @@ def test_usable_seeds_follow_the_cell_file_or_the_first_seeds(tmp_path):
     cell = tmp_path / "cell.json"
     cell.write_text(json.dumps({"valid": [0, 3], "dropped": [1, 2]}))
     assert usable_seeds([0, 1, 2, 3], 2, [str(cell)]) == [0, 3]
+    # a prior built on fewer seeds than the cell (seeds.per_prior): the first valid ones among
+    # its seeds, and an error naming the key when they hold too few
+    assert usable_seeds([0], 1, [str(cell)]) == [0]
+    assert usable_seeds([0, 1, 2, 3], 1, [str(cell)]) == [0]
+    with pytest.raises(validity.TooFewValidSeeds, match="seeds.per_prior"):
+        usable_seeds([1, 2], 1, [str(cell)])
