@@ -52,7 +52,9 @@ paper-slice: env
 	$(BIN)/snakemake --configfile presets/paper_slice.yaml --directory $(SLICE_DIR) \
 		--cores $(CORES) --quiet rules && \
 	echo "paper slice: wall time $$(( $$(date +%s) - start )) s"
-	$(BIN)/python benchmarks/job_times.py --results $(SLICE_DIR)/results
+	$(BIN)/python benchmarks/job_times.py --results $(SLICE_DIR)/results \
+		--configfile presets/paper_slice.yaml
+	@$(BIN)/postrisk outputs --configfile presets/paper_slice.yaml --results $(SLICE_DIR)/results
 
 # What travels to a lent GPU machine for benchmarks/gpu_check.py (docs/design.md, "The
 # paper-settings slice"): two Concrete sample stores, the wheels it lacks, this machine's times.
