@@ -72,19 +72,19 @@ def job_times(results: Path, planner: Planner) -> pd.DataFrame:
                 measured = _benchmark(Path(file))
                 if measured is None:
                     continue
-                unit = job.units[0]
-                names = {getattr(u, "cost_name", None) for u in job.units}
-                datasets = {getattr(u, "dataset", None) for u in job.units}
+                units = job.units or [None]  # a job over the whole run (tables, report)
+                names = {getattr(u, "cost_name", None) for u in units}
+                datasets = {getattr(u, "dataset", None) for u in units}
                 name = names.pop() if len(names) == 1 else "mixed"
                 dataset = datasets.pop() if len(datasets) == 1 else None
                 estimate = sum(unit_cost(cfg, stage, getattr(u, "cost_name", None),
-                                         getattr(u, "dataset", None))[0] for u in job.units)
+                                         getattr(u, "dataset", None))[0] for u in units)
                 rows.append({
                     "stage": stage, "rule": rule.name,
                     "job": "/".join(ident) if ident else stage,
                     **{k: keys.get(k, "") for k in ("dataset", "prior", "noise", "coverage",
                                                      "seed", "method")},
-                    "units": len(job.units), "cost_entry": name or "",
+                    "units": len(units), "cost_entry": name or "",
                     "rows": unit_rows(cfg, dataset) if dataset else "",
                     "threads": job.resources.threads,
                     "seconds": round(measured["s"], 2),
@@ -92,7 +92,7 @@ def job_times(results: Path, planner: Planner) -> pd.DataFrame:
                     "max_rss_mb": round(measured["max_rss"], 1),
                     "estimate_seconds": round(60 * estimate, 1),
                     "end": measured["end"], "machine": where, "date": stamp,
-                    "scale": cfg["scale"], "unit_type": type(unit).__name__})
+                    "scale": cfg["scale"], "unit_type": type(units[0]).__name__})
     return pd.DataFrame(rows)
 
 
