@@ -42,6 +42,7 @@ def _toy_config(tmp_path) -> str:
     return str(preset)
 
 
+@pytest.mark.slow  # 42 s: the fast tier keeps the sandbox and the config checks
 def test_warmup_study_at_toy_size(tmp_path):
     config = _toy_config(tmp_path)
     planner = Planner(load_config(REPO / "config.yaml", SMOKE, config))
@@ -135,6 +136,7 @@ TOY_OOD = {
 }
 
 
+@pytest.mark.slow  # 73 s
 def test_ood_study_at_toy_size(tmp_path):
     preset = tmp_path / "toy_ood.yaml"
     preset.write_text(yaml.safe_dump(TOY_OOD))
