@@ -118,6 +118,7 @@ def build_stores(layers: list[str], out: Path) -> tuple[dict, dict]:
     """The merged config (config.yaml, offline Concrete, ``layers``) and each instance's manifest
     entry, its sample store built anew by the workflow's steps under ``out/results``."""
     from postrisk.grid import deep_merge, path, read_layers, training_size, validate_config
+    from postrisk.grid.cost import cost_entry
     from postrisk.tasks.key import TaskKey, config_digest
     from postrisk.workflow.steps import fit_prior, make_covariates, make_sample
 
@@ -138,7 +139,8 @@ def build_stores(layers: list[str], out: Path) -> tuple[dict, dict]:
                     config_digest(cfg, prior), sample)
         instances[prior] = {"key": key.label, "sample": str(Path(sample).relative_to(out)),
                             "settings": cfg["posterior"][prior],
-                            "threads": int(cfg["cost_model"]["posterior"][prior]["threads"])}
+                            "threads": int(cost_entry(cfg, "posterior", prior,
+                                                      gpu=True)["threads"])}
     return cfg, instances
 
 

@@ -142,13 +142,15 @@ def plan(configfiles: Annotated[list[Path] | None, typer.Argument(
         help="config files merged in order over ./config.yaml (or over the packaged defaults "
              "where there is none), as --configfile is; none: config.yaml alone")] = None
          ) -> int:
-    """The jobs of a configuration and what each asks of a cluster. The config files named are
-    merged over config.yaml, not used instead of it (a file setting one key keeps every other
-    key of config.yaml)."""
+    """The jobs of a configuration, what each asks of a cluster and the estimate behind it, on
+    GPUs and on a CPU-only cluster, beside the fit compute the paper reports. The config files
+    named are merged over config.yaml, not used instead of it (a file setting one key keeps
+    every other key of config.yaml)."""
     from postrisk import grid
+    from postrisk.evaluation.paper import reported_fit_hours
 
     cfg = _config(configfiles)
-    typer.echo(grid.plan_report(cfg))
+    typer.echo(grid.plan_report(cfg, paper_fit_hours=reported_fit_hours()))
     return 0
 
 

@@ -368,16 +368,20 @@ def test_cli_plan_merges_its_files_over_config_yaml(where, request, tmp_path, ca
     """`postrisk plan FILE`: FILE merged over config.yaml, not instead of it (a file naming one
     key alone is not a whole configuration)."""
     from postrisk.cli import main
+    from postrisk.evaluation.paper import reported_fit_hours
     from postrisk.grid import plan_report, read_config
 
+    hours = reported_fit_hours()
+    assert hours == {"final fits": 2850.0, "sweeps": 3150.0}  # App. C
     request.getfixturevalue(where)
     one_key = _write(tmp_path / "one_key.yaml", {"datasets": ["concrete"]})
     assert main(["plan", str(one_key)]) == 0
     said = capsys.readouterr().out
     merged = read_config(one_key)
     assert merged["priors"] and merged["cost_model"]  # every other key from config.yaml
-    assert said == plan_report(merged) + "\n"
-    assert main(["plan"]) == 0 and capsys.readouterr().out == plan_report(read_config()) + "\n"
+    assert said == plan_report(merged, paper_fit_hours=hours) + "\n"
+    assert main(["plan"]) == 0 and capsys.readouterr().out == plan_report(
+        read_config(), paper_fit_hours=hours) + "\n"
 
 
 def test_cli_plan_bad_config_is_one_line(elsewhere, capsys):

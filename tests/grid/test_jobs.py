@@ -55,28 +55,62 @@ def _all_outputs(rules, kind):
             if p.startswith(path(kind).split("{")[0])]
 
 
+def _model(paper, **changes):
+    """config.yaml with a cost model of this file's numbers (margin 2, min_runtime 10, no
+    per-job start) and ``changes`` over it."""
+    model = dict(paper["cost_model"], margin=2.0, min_runtime=10, job_minutes=0.0)
+    model["posterior"] = dict(model["posterior"], hbart={
+        "threads": 4, "minutes": 5.0, "minutes_per_size": 3.0, "power": 1, "mem_mb": 4000,
+        "mem_mb_per_size": 500})
+    model["fit"] = {"default": {"threads": 2, "minutes": 20.0, "minutes_per_size": 10.0,
+                                "power": 1, "mem_mb": 2000, "mem_mb_per_size": 1000}}
+    model.update(changes)
+    return validate_config(dict(paper, cost_model=model))
+
+
 def test_unit_cost_is_base_plus_per_size_term(paper):
+    cfg = _model(paper)
     # concrete: n = 348, n_eval = min(1500, 1030 // 2) = 515 → 863 rows; rows = 1000
-    assert unit_rows(paper, "concrete") == 348 + 515
-    entry = paper["cost_model"]["posterior"]["hbart"]
-    s = (863 / 1000) ** entry["power"]
-    minutes, mem = unit_cost(paper, "posterior", "hbart", "concrete")
-    assert minutes == pytest.approx(entry["minutes"] + entry["minutes_per_size"] * s)
-    assert mem == pytest.approx(entry["mem_mb"] + entry["mem_mb_per_size"] * s)
+    assert unit_rows(cfg, "concrete") == 348 + 515
+    minutes, mem = unit_cost(cfg, "posterior", "hbart", "concrete")
+    assert minutes == pytest.approx(5.0 + 3.0 * 0.863)
+    assert mem == pytest.approx(4000 + 500 * 0.863)
     # a method without its own entry takes the default; a stage not tied to a dataset: s = 0
-    assert unit_cost(paper, "fit", "blr", None) == (20.0, 2000.0)
+    assert unit_cost(cfg, "fit", "blr", None) == (20.0, 2000.0)
     # red_wine (covariates only) has no training rows: its n_eval = 1599 // 2
-    assert unit_rows(paper, "red_wine") == 799
+    assert unit_rows(cfg, "red_wine") == 799
 
 
 def test_job_request_is_margin_times_sum_and_largest_memory(paper):
+    cfg = _model(paper)
     costs = [(3.2, 1234.0), (4.1, 2001.0)]
-    res = job_resources(paper, "posterior", costs, "bnn", gpu=True)
-    margin = paper["cost_model"]["margin"]
-    assert res == Resources(threads=4, runtime=max(10, math.ceil(margin * 7.3)), mem_mb=2100,
-                            gpu=1)
-    tiny = job_resources(paper, "score", [(0.01, 10.0)])
-    assert tiny.runtime == paper["cost_model"]["min_runtime"] and tiny.gpu == 0
+    res = job_resources(cfg, "posterior", costs, "hbart")
+    # 2 × 7.3 = 14.6 → 15 minutes; 2,001 MB → 2,100
+    assert res == Resources(threads=4, runtime=15, mem_mb=2100, gpu=0)
+    tiny = job_resources(cfg, "score", [(0.01, 10.0)])
+    assert tiny.runtime == 10 and tiny.gpu == 0  # the floor
+
+
+def test_every_job_pays_the_start_once(paper):
+    """``job_minutes`` is added once per job, not per unit: three units of 1.2 minutes and a
+    start of 0.4 make 4.0 minutes, requested at margin 2 as 8."""
+    cfg = _model(paper, job_minutes=0.4, min_runtime=1)
+    res = job_resources(cfg, "score", [(1.2, 10.0)] * 3)
+    assert res.estimate == pytest.approx(4.0) and res.runtime == 8
+    alone = job_resources(cfg, "score", [(1.2, 10.0)])
+    assert alone.estimate == pytest.approx(1.6) and alone.runtime == 4
+
+
+def test_the_paper_configs_requests_are_the_margin_times_the_estimate(paper_plan, paper):
+    """Jobs sized to their work: on config.yaml no job's request is set by min_runtime, so each
+    asks for the margin × its estimate, rounded up to a whole minute."""
+    model = paper["cost_model"]
+    for rules in paper_plan.rules.values():
+        for rule in rules:
+            for job in rule.jobs.values():
+                res = job.resources
+                assert res.estimate >= model.get("job_minutes", 0.0)
+                assert res.runtime == math.ceil(model["margin"] * res.estimate), (rule.name, res)
 
 
 def test_one_job_per_unit_by_default_and_grouping_is_one_parameter(paper_plan, grouped):
@@ -187,3 +221,118 @@ def test_plan_reports_what_the_rules_request(paper, paper_plan):
     assert {r: rows[r].jobs for r in rows} == planner.job_counts()
     assert rows["checks"].jobs == rows["tables"].jobs == rows["report"].jobs == 1
     assert rows["figure"].jobs == len(figure_ids())
+
+
+# ------------------------------------------------------------ GPU entries, estimates, scenarios
+
+#: A cost entry of HBART's posterior with GPU values over part of it (numbers for this file).
+_HBART = {"threads": 2, "minutes": 1.0, "minutes_per_size": 2.0, "power": 1, "mem_mb": 1000,
+          "mem_mb_per_size": 100,
+          "gpu": {"threads": 3, "minutes": 7.0, "minutes_per_size": 0.5, "measured": False}}
+
+
+def _costed(paper, accelerator: bool, hbart=_HBART, warmup=None, **changes):
+    """The small grid on a cost model of this file's numbers: margin 1.5, min_runtime 10, no
+    per-job start, the
+    HBART posterior entry ``hbart`` (and the warm-up study's ``warmup``, with the study on
+    Concrete), accelerators on or off."""
+    model = dict(paper["cost_model"], margin=1.5, min_runtime=10, job_minutes=0.0,
+                 posterior=dict(paper["cost_model"]["posterior"], hbart=hbart))
+    if warmup is not None:
+        model["warmup_posterior"] = dict(paper["cost_model"]["warmup_posterior"], hbart=warmup)
+        changes["studies"] = dict(paper["studies"], warmup_check={
+            "prior": "hbart", "datasets": ["concrete"], "factors": [2]})
+    return _small(paper, cost_model=model,
+                  accelerator={"use": accelerator, "allow_cpu_fallback": False}, **changes)
+
+
+def test_a_job_on_a_gpu_takes_its_entrys_gpu_values_and_on_cpus_does_not(paper):
+    cpu, gpu = _costed(paper, False), _costed(paper, True)
+    # concrete: 863 rows, s = 0.863; the GPU values replace minutes, per-size minutes and
+    # threads, the memory model is the entry's
+    assert unit_cost(cpu, "posterior", "hbart", "concrete") == pytest.approx(
+        (1.0 + 2.0 * 0.863, 1000 + 100 * 0.863))
+    assert unit_cost(gpu, "posterior", "hbart", "concrete", gpu=True) == pytest.approx(
+        (7.0 + 0.5 * 0.863, 1000 + 100 * 0.863))
+    jobs = {}
+    for name, cfg in (("cpu", cpu), ("gpu", gpu)):
+        (job,) = Planner(cfg).stage_rules("posterior")[1].jobs.values()  # HBART on Concrete
+        assert len(job.units) == 4  # bump × two coverages × two seeds, one job
+        jobs[name] = job.resources
+    # CPUs: 4 × 2.726 = 10.904 minutes, 1.5 × that = 16.356 → 17; 1,086.3 MB → 1,100
+    assert jobs["cpu"] == Resources(threads=2, runtime=17, mem_mb=1100, gpu=0)
+    assert jobs["cpu"].estimate == pytest.approx(10.904) and not jobs["cpu"].unmeasured
+    # a GPU: 4 × 7.4315 = 29.726 minutes, 1.5 × that = 44.589 → 45
+    assert jobs["gpu"] == Resources(threads=3, runtime=45, mem_mb=1100, gpu=1)
+    assert jobs["gpu"].estimate == pytest.approx(29.726) and jobs["gpu"].unmeasured
+
+
+def test_the_estimate_is_the_sum_at_margin_one_and_the_request_its_rounded_multiple(paper):
+    cfg = _costed(paper, True)
+    # 1.5 + 2.25 = 3.75 minutes; 1.5 × 3.75 = 5.625 → 6, below min_runtime: 10
+    low = job_resources(cfg, "score", [(1.5, 100.0), (2.25, 300.0)])
+    assert low.estimate == pytest.approx(3.75) and low.runtime == 10 and low.mem_mb == 300
+    # 12.5 + 20.1 = 32.6 minutes; 1.5 × 32.6 = 48.9 → 49
+    high = job_resources(cfg, "posterior", [(12.5, 100.0), (20.1, 250.0)], "hbart", gpu=True)
+    assert high.estimate == pytest.approx(32.6) and high.runtime == 49
+    assert (high.threads, high.mem_mb, high.gpu) == (3, 300, 1)
+    # the estimate is beside the request, not part of it
+    assert high == Resources(threads=3, runtime=49, mem_mb=300, gpu=1)
+
+
+def test_the_plans_totals_are_the_sums_of_its_rows_and_of_the_planners_jobs(paper, paper_plan):
+    from postrisk.grid import plan_table, plan_totals
+
+    rows = plan(paper, paper_plan)
+    total = plan_totals(rows)
+    for name in ("jobs", "gpu_jobs", "estimate_job_hours", "requested_job_hours",
+                 "estimate_core_hours", "requested_core_hours"):
+        assert getattr(total, name) == pytest.approx(sum(getattr(r, name) for r in rows)), name
+    resources = [job.resources for rules in paper_plan.rules.values() for rule in rules
+                 for job in rule.jobs.values()]
+    assert total.jobs == len(resources)
+    assert total.requested_core_hours == pytest.approx(
+        sum(r.runtime * r.threads for r in resources) / 60)
+    assert total.requested_job_hours == pytest.approx(sum(r.runtime for r in resources) / 60)
+    assert total.estimate_job_hours == pytest.approx(sum(r.estimate for r in resources) / 60)
+    assert total.estimate_core_hours == pytest.approx(
+        sum(r.estimate * r.threads for r in resources) / 60)
+    for r in rows:  # the request is the margin × the estimate, or more (rounding, the floor)
+        assert r.requested_job_hours >= paper["cost_model"]["margin"] * r.estimate_job_hours
+        assert r.estimate_job_hours == 0 or r.ratio == pytest.approx(
+            r.requested_job_hours / r.estimate_job_hours)
+    last = plan_table(rows).splitlines()[-1]
+    assert last.startswith(f"| total | {total.jobs:,} |")
+    assert last.endswith(f" {total.requested_core_hours:,.0f} |")
+
+
+def test_the_cpu_only_scenario_has_no_gpu_job_and_guesses_are_marked(paper):
+    from postrisk.grid import CPU_SCENARIO, GPU_SCENARIO, plan_report, scenarios
+    from postrisk.grid.plan import UNMEASURED
+
+    measured = dict(_HBART, gpu=dict(_HBART["gpu"], measured="a test bench, 2 jobs"))
+    cfg = _costed(paper, True, hbart=_HBART, warmup=measured)
+    assert [name for name, _ in scenarios(cfg)] == [GPU_SCENARIO, CPU_SCENARIO]
+    (_, on), (_, off) = scenarios(cfg)
+    assert on is cfg and off["accelerator"]["use"] is False
+    gpu_rows = {r.rule: r for r in plan(on) if r.gpu_jobs}
+    # the two GPU rules: the posterior's values are guesses, the warm-up study's measured
+    assert {r: row.unmeasured for r, row in gpu_rows.items()} == {
+        "posterior_mcmc": True, "warmup_posterior": False}
+    cpu_rows = plan(off)
+    assert not any(r.gpu_jobs or r.unmeasured for r in cpu_rows)
+    assert {r.rule for r in cpu_rows} >= set(gpu_rows)  # the same rules, on CPUs
+    # the report: the scenario the config runs first, the marker in the guessed rule's row only
+    report = plan_report(cfg, paper_fit_hours={"final fits": 2.0, "sweeps": 3.0})
+    first, second = report.split(f"scenario 2 of 2: {CPU_SCENARIO}")
+    assert f"scenario 1 of 2: {GPU_SCENARIO} — what this config runs" in first
+    marked = [line for line in report.splitlines() if UNMEASURED in line]
+    assert [line.split(" |")[0] for line in marked if line.startswith("|")] == [
+        "| posterior_mcmc"]
+    assert UNMEASURED not in second
+    assert "the paper reports ≈ 5 (2 final fits + 3 sweeps)" in report
+    # without guesses, no marker; the config that runs on CPUs is printed first
+    no_guess = _costed(paper, False, hbart=measured, warmup=measured)
+    report = plan_report(no_guess)
+    assert UNMEASURED not in report and "the paper reports" not in report
+    assert report.index(CPU_SCENARIO) < report.index(GPU_SCENARIO)

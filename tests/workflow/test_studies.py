@@ -8,6 +8,7 @@ import yaml
 
 from postrisk.core.io import open_zarr
 from postrisk.grid import ConfigError, Planner, load_config, path
+from postrisk.grid.cost import cost_entry
 from postrisk.tasks.store import validate_store
 from tests.workflow_helpers import REPO, snakemake
 
@@ -89,8 +90,8 @@ def test_the_paper_config_plans_the_warmup_check_with_resources():
         assert rule.accelerator  # the HBART prior declares a GPU; the paper config uses one
         for job in rule.jobs.values():
             assert job.resources.gpu == 1 and job.resources.runtime > 0
-            assert job.resources.threads == cfg["cost_model"]["warmup_posterior"]["hbart"][
-                "threads"]
+            assert job.resources.threads == cost_entry(cfg, "warmup_posterior", "hbart",
+                                                       gpu=True)["threads"]
     assert planner.rule("warmup_check").jobs
     assert "results/studies/index.html" in planner.study_files()
 

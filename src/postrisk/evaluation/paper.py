@@ -41,3 +41,11 @@ def paper_text(source: str, quantity: str, group: str, item: str = "") -> str | 
     hit = frame[(frame["source"] == source) & (frame["quantity"] == quantity)
                 & (frame["group"] == group) & (frame["item"] == item)]
     return None if hit.empty else str(hit["value"].iloc[0])
+
+
+def reported_fit_hours() -> dict[str, float]:
+    """The wall-clock hours the paper reports for its fits (App. C), by part: ``final fits``
+    and ``sweeps`` (each where the shipped copy has it)."""
+    parts = {part: paper_value("text", quantity, "all", "wall_hours") for part, quantity in
+             (("final fits", "compute_fit_hours"), ("sweeps", "compute_tuning_hours"))}
+    return {part: hours for part, hours in parts.items() if hours is not None}

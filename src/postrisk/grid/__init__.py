@@ -16,8 +16,8 @@ Modules, from the bottom up (each imports only those below it; ``make lint`` che
 * :mod:`~postrisk.grid.cost` — what a job asks of a cluster (cost model, accelerators);
 * :mod:`~postrisk.grid.jobs` — units grouped into jobs, and the Snakemake rules that run them;
 * :mod:`~postrisk.grid.planner` — :class:`Planner`: all of the above for one config, once;
-* :mod:`~postrisk.grid.plan` — the plan as a table, where its outputs are, and the guard
-  against a local full run.
+* :mod:`~postrisk.grid.plan` — the plan as a table (requests and estimates, on GPUs and on a
+  CPU-only cluster), where its outputs are, and the guard against a local full run.
 
 Which of the built seeds are *valid* (the BNN R̂ rule) is decided at run time by
 ``postrisk.tasks.validity``. The names below are importable from ``postrisk.grid`` directly.
@@ -51,6 +51,8 @@ from postrisk.grid.cost import Resources, env_family
 from postrisk.grid.jobs import Job, StageRule, rule_name
 from postrisk.grid.paths import RESULTS, TEMPLATES, benchmark_path, log_path, path
 from postrisk.grid.plan import (
+    CPU_SCENARIO,
+    GPU_SCENARIO,
     RulePlan,
     guard_message,
     n_instances,
@@ -58,6 +60,8 @@ from postrisk.grid.plan import (
     plan,
     plan_report,
     plan_table,
+    plan_totals,
+    scenarios,
     study_output_lines,
 )
 from postrisk.grid.planner import Planner
@@ -79,16 +83,16 @@ from postrisk.grid.units import (
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 
 __all__ = [
-    "Artefact", "CATALOGUE", "COVERAGES", "Condition", "ConfigError", "CovariatesUnit",
-    "DisentanglementUnit", "FitUnit", "Job", "METHODS", "NOISE_MODES", "PRIORS", "Planner",
-    "PosteriorUnit", "PriorUnit", "RESULTS", "Resources", "RulePlan", "STAGES", "SampleUnit",
-    "ScoreUnit", "SeedPolicy", "StageRule", "TEMPLATES", "UNIT_KEYS", "ValidSeedsUnit", "artefact",
-    "benchmark_path", "condition_methods", "condition_seeds", "conditions", "config_schema",
-    "covariate_datasets", "covariates_unit", "deep_merge", "default_config_path",
-    "disentanglement_units", "env_family", "figure_files", "fits_method", "guard_message",
-    "implemented_conditions", "implemented_methods", "implemented_priors", "is_tuned",
-    "load_config", "log_path", "n_instances", "output_lines", "path", "plan", "plan_report",
-    "plan_table", "read_config", "read_layers", "rule_name", "stage_artefacts",
-    "study_output_lines", "task_seeds", "training_size", "tuned_methods", "unit_paths",
-    "validate_config",
+    "Artefact", "CATALOGUE", "COVERAGES", "CPU_SCENARIO", "GPU_SCENARIO", "Condition",
+    "ConfigError", "CovariatesUnit", "DisentanglementUnit", "FitUnit", "Job", "METHODS",
+    "NOISE_MODES", "PRIORS", "Planner", "PosteriorUnit", "PriorUnit", "RESULTS", "Resources",
+    "RulePlan", "STAGES", "SampleUnit", "ScoreUnit", "SeedPolicy", "StageRule", "TEMPLATES",
+    "UNIT_KEYS", "ValidSeedsUnit", "artefact", "benchmark_path", "condition_methods",
+    "condition_seeds", "conditions", "config_schema", "covariate_datasets", "covariates_unit",
+    "deep_merge", "default_config_path", "disentanglement_units", "env_family", "figure_files",
+    "fits_method", "guard_message", "implemented_conditions", "implemented_methods",
+    "implemented_priors", "is_tuned", "load_config", "log_path", "n_instances", "output_lines",
+    "path", "plan", "plan_report", "plan_table", "plan_totals", "read_config", "read_layers",
+    "rule_name", "scenarios", "stage_artefacts", "study_output_lines", "task_seeds",
+    "training_size", "tuned_methods", "unit_paths", "validate_config",
 ]

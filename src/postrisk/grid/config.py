@@ -48,11 +48,13 @@ def _narrowing(priors: bool = True) -> dict:
 
 def _cost_entry() -> dict:
     number = {"type": "number", "minimum": 0}
+    values = {"threads": _positive_int(), "minutes": number, "minutes_per_size": number,
+              "mem_mb": number, "mem_mb_per_size": number, "power": number}
+    # on a GPU: any of the values, laid over the entry, and where they come from (false: guesses)
+    gpu = {"type": "object", "additionalProperties": False, "properties": {
+        **values, "measured": {"anyOf": [{"type": "string", "minLength": 1}, {"const": False}]}}}
     return {"type": "object", "additionalProperties": False,
-            "required": ["threads", "minutes", "mem_mb"],
-            "properties": {"threads": _positive_int(), "minutes": number,
-                           "minutes_per_size": number, "mem_mb": number,
-                           "mem_mb_per_size": number, "power": number}}
+            "required": ["threads", "minutes", "mem_mb"], "properties": {**values, "gpu": gpu}}
 
 
 def _cost_model_schema(methods: tuple[str, ...] = METHODS) -> dict:
@@ -66,7 +68,7 @@ def _cost_model_schema(methods: tuple[str, ...] = METHODS) -> dict:
         "required": ["rows", "margin", "min_runtime", *STAGES],
         "properties": {
             "rows": _positive_int(), "margin": {"type": "number", "minimum": 1},
-            "min_runtime": _positive_int(),
+            "min_runtime": _positive_int(), "job_minutes": {"type": "number", "minimum": 0},
             **{stage: ({"anyOf": [_cost_entry(), by_name]} if stage in COST_BY
                        else _cost_entry()) for stage in STAGES},
         },

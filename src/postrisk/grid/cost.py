@@ -6,13 +6,17 @@ unit handles (:func:`unit_cost`); a job's request sums its units' minutes and ta
 unit's memory (:func:`job_resources`). Accelerators come from declarations: a prior's or a
 method's registry entry says whether its heavy job wants one; with ``accelerator.use`` such jobs
 ask for ``gpu: 1`` and run in the ``jax-gpu`` environment.
+
+An entry may carry a ``gpu`` sub-entry (any of its numbers, and ``measured``: where they come
+from, or ``false`` for guesses): a job on a GPU uses the entry with those values laid over it, a
+job on CPUs the entry without them (:func:`cost_entry`, the one place that decides).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from postrisk.covariates.pools import eval_pool_size
 from postrisk.covariates.registry import registry
@@ -24,17 +28,26 @@ _ROWS_DEFAULT = 1000
 
 @dataclass(frozen=True)
 class Resources:
-    """What one job asks of the scheduler: threads, wall-clock minutes, memory, GPUs."""
+    """What one job asks of the scheduler: threads, wall-clock minutes, memory, GPUs; beside
+    them (not part of the request, nor of equality) the estimate the request comes from and
+    whether its cost values are guesses."""
 
     threads: int
     runtime: int  # minutes
     mem_mb: int
     gpu: int = 0
+    #: job_minutes + the sum of the units' minutes, at margin 1 (before the margin, rounding
+    #: and min_runtime)
+    estimate: float = field(default=0.0, compare=False)
+    #: the values came from a ``gpu`` sub-entry that says ``measured: false``
+    unmeasured: bool = field(default=False, compare=False)
 
 
-def cost_entry(cfg: Mapping, stage: str, name: str | None = None) -> dict:
+def cost_entry(cfg: Mapping, stage: str, name: str | None = None, gpu: bool = False) -> dict:
     """The cost-model entry of ``stage`` (for a prior or method ``name`` where the stage's
-    entry is per prior/method: its own entry, else ``default``)."""
+    entry is per prior/method: its own entry, else ``default``) as it applies to a job on a GPU
+    (``gpu``: its ``gpu`` values laid over it, ``measured`` among them) or on CPUs (without
+    them)."""
     model = cfg["cost_model"]
     if stage not in model:
         raise KeyError(f"cost_model has no entry for stage {stage!r}")
@@ -43,7 +56,8 @@ def cost_entry(cfg: Mapping, stage: str, name: str | None = None) -> dict:
         entry = entry.get(name) or entry.get("default")
         if entry is None:
             raise KeyError(f"cost_model.{stage} has no entry for {name!r} and no default")
-    return entry
+    cpu = {k: v for k, v in entry.items() if k != "gpu"}
+    return {**cpu, **entry.get("gpu", {})} if gpu else cpu
 
 
 def unit_rows(cfg: Mapping, dataset: str) -> int:
@@ -55,11 +69,12 @@ def unit_rows(cfg: Mapping, dataset: str) -> int:
 
 
 def unit_cost(cfg: Mapping, stage: str, name: str | None = None,
-              dataset: str | None = None) -> tuple[float, float]:
-    """(minutes, MB) of one unit: ``minutes + minutes_per_size · s`` and
-    ``mem_mb + mem_mb_per_size · s`` with ``s = (rows / cost_model.rows) ** power``; ``rows`` of
-    the unit's dataset (:func:`unit_rows`), none (s = 0) for stages not tied to one."""
-    entry = cost_entry(cfg, stage, name)
+              dataset: str | None = None, gpu: bool = False) -> tuple[float, float]:
+    """(minutes, MB) of one unit on a GPU (``gpu``) or on CPUs: ``minutes + minutes_per_size ·
+    s`` and ``mem_mb + mem_mb_per_size · s`` with ``s = (rows / cost_model.rows) ** power``;
+    ``rows`` of the unit's dataset (:func:`unit_rows`), none (s = 0) for stages not tied to
+    one."""
+    entry = cost_entry(cfg, stage, name, gpu)
     scale = 0.0
     if dataset is not None:
         rows = unit_rows(cfg, dataset) / float(cfg["cost_model"].get("rows", _ROWS_DEFAULT))
@@ -71,22 +86,36 @@ def unit_cost(cfg: Mapping, stage: str, name: str | None = None,
 
 def job_resources(cfg: Mapping, stage: str, costs: Sequence[tuple[float, float]],
                   name: str | None = None, gpu: bool = False) -> Resources:
-    """A job's request from its units' costs: runtime = margin × the sum of the units' minutes
-    (whole minutes, at least ``min_runtime``); memory = the largest unit's (units run one after
-    the other), in whole hundreds of MB."""
+    """A job's request from its units' costs (:func:`unit_cost`, on a GPU where ``gpu``):
+    the estimate (margin 1) is ``job_minutes`` (what every job pays before its units: Snakemake's
+    start in the job) plus the sum of the units' minutes; runtime = margin × the estimate (whole
+    minutes, at least ``min_runtime``); memory = the largest unit's (units run one after the
+    other), in whole hundreds of MB; the threads of the entry that applies."""
     model = cfg["cost_model"]
-    minutes = float(model.get("margin", 1.0)) * sum(m for m, _ in costs)
-    runtime = max(int(model.get("min_runtime", 1)), math.ceil(minutes))
+    estimate = float(model.get("job_minutes", 0.0)) + sum(m for m, _ in costs)
+    runtime = max(int(model.get("min_runtime", 1)),
+                  math.ceil(float(model.get("margin", 1.0)) * estimate))
     mem = max((mb for _, mb in costs), default=0.0)
-    return Resources(threads=int(cost_entry(cfg, stage, name)["threads"]), runtime=runtime,
-                     mem_mb=int(math.ceil(mem / 100.0) * 100), gpu=int(bool(gpu)))
+    entry = cost_entry(cfg, stage, name, gpu)
+    return Resources(threads=int(entry["threads"]), runtime=runtime,
+                     mem_mb=int(math.ceil(mem / 100.0) * 100), gpu=int(bool(gpu)),
+                     estimate=estimate, unmeasured=entry.get("measured", True) is False)
+
+
+def units_resources(cfg: Mapping, stage: str, items: Sequence[tuple[str | None, str | None]],
+                    gpu: bool = False) -> Resources:
+    """Resources of a job whose units are ``items`` ((prior or method, dataset) each, as
+    :func:`unit_cost` takes them; the first names the threads' entry), on a GPU (``gpu``) or
+    on CPUs: both the units' costs and the request from the same entries."""
+    costs = [unit_cost(cfg, stage, name, dataset, gpu) for name, dataset in items]
+    return job_resources(cfg, stage, costs, items[0][0] if items else None, gpu)
 
 
 def stage_resources(cfg: Mapping, stage: str, name: str | None = None,
                     datasets: Sequence[str | None] = (None,)) -> Resources:
     """Resources of a job of a stage that is not grouped (covariates, prior, score, …): one unit
     per entry of ``datasets`` (None: a unit not tied to a dataset)."""
-    return job_resources(cfg, stage, [unit_cost(cfg, stage, name, d) for d in datasets], name)
+    return units_resources(cfg, stage, [(name, d) for d in datasets])
 
 
 def verify_resources(cfg: Mapping, dataset: str) -> Resources:

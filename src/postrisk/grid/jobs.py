@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from postrisk.grid.artefacts import stage_artefacts
-from postrisk.grid.cost import Resources, env_family, job_resources, unit_cost, wants_accelerator
+from postrisk.grid.cost import Resources, env_family, units_resources, wants_accelerator
 from postrisk.grid.paths import benchmark_path, log_path, path
 from postrisk.grid.stages import (
     INPUT_KINDS,
@@ -225,9 +225,8 @@ def stage_rules(cfg: Mapping, stage: str, units: Sequence[Any]) -> list[StageRul
                        for u in members):
                     raise GroupingError(f"group_by.{stage}: one {name} job would mix units "
                                         "that do and do not want an accelerator")
-                costs = [unit_cost(cfg, stage, u.cost_name, u.dataset) for u in members]
-                rule.jobs[ident] = Job(members, job_resources(
-                    cfg, stage, costs, members[0].cost_name, accelerator))
+                rule.jobs[ident] = Job(members, units_resources(
+                    cfg, stage, [(u.cost_name, u.dataset) for u in members], accelerator))
             rules.append(rule)
     return rules
 
@@ -276,8 +275,7 @@ def simple_rule(cfg: Mapping, stage: str, units: Mapping[str, Sequence[Any]]) ->
     rule = StageRule(name=stage, stage=stage, keys=SIMPLE_KEYS[stage], outputs={},
                      constraints={}, accelerator=False)
     for ident, (members, items) in _simple_jobs(stage, units).items():
-        costs = [unit_cost(cfg, stage, n, d) for n, d in items]
-        rule.jobs[ident] = Job(members, job_resources(cfg, stage, costs, items[0][0]))
+        rule.jobs[ident] = Job(members, units_resources(cfg, stage, items))
     return rule
 
 

@@ -1,8 +1,10 @@
-"""The plan of a configuration as a person reads it (its jobs and what they request, per rule;
-where its outputs are) and the guard against running the full grid locally by accident."""
+"""The plan of a configuration as a person reads it (its jobs, what they request and the cost
+model's estimate behind it, per rule, on GPUs and on a CPU-only cluster; where its outputs are)
+and the guard against running the full grid locally by accident."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,14 +16,25 @@ from postrisk.grid.conditions import (
     implemented_methods,
     implemented_priors,
 )
+from postrisk.grid.cost import Resources
 from postrisk.grid.paths import RESULTS, path
 from postrisk.grid.planner import Planner
+
+#: The two ways the grid may run: ``accelerator.use`` on (the jobs that declare an accelerator
+#: ask for a GPU and use their cost entries' ``gpu`` values) and off (everything on CPUs).
+GPU_SCENARIO = "MCMC posteriors on GPUs"
+CPU_SCENARIO = "CPU-only cluster"
+
+#: How a rule's row (its GPU column) says that its GPU jobs' cost values are guesses
+#: (``measured: false``).
+UNMEASURED = "(GPU, unmeasured)"
 
 
 @dataclass(frozen=True)
 class RulePlan:
     """What the jobs of one rule ask for (:mod:`postrisk.grid.jobs`): the same numbers the
-    workflow's rules declare, so ``postrisk plan`` and a cluster run agree."""
+    workflow's rules declare, so ``postrisk plan`` and a cluster run agree; beside them the
+    cost model's estimate (margin 1) in job-hours (wall-clock) and core-hours (× threads)."""
 
     rule: str
     stage: str
@@ -31,60 +44,155 @@ class RulePlan:
     runtime_max: int  # minutes, the longest job's request
     mem_mb: int  # the largest job's request
     gpu_jobs: int
-    requested_hours: float  # Σ runtime × threads over the jobs (core-hours asked for)
+    estimate_job_hours: float  # Σ estimate (margin 1) over the jobs
+    requested_job_hours: float  # Σ runtime
+    estimate_core_hours: float  # Σ estimate × threads
+    requested_core_hours: float  # Σ runtime × threads (what a cluster is asked for)
+    unmeasured: bool = False  # some GPU job's cost values are guesses (``measured: false``)
+
+    @property
+    def ratio(self) -> float:
+        """Requested over estimated job-hours (the margin, and rounding and min_runtime)."""
+        return (self.requested_job_hours / self.estimate_job_hours if self.estimate_job_hours
+                else math.nan)
+
+
+def _rule_plan(rule: str, stage: str, res: list[Resources]) -> RulePlan:
+    return RulePlan(
+        rule=rule, stage=stage, jobs=len(res), threads=max(r.threads for r in res),
+        runtime_min=min(r.runtime for r in res), runtime_max=max(r.runtime for r in res),
+        mem_mb=max(r.mem_mb for r in res), gpu_jobs=sum(r.gpu > 0 for r in res),
+        estimate_job_hours=sum(r.estimate for r in res) / 60,
+        requested_job_hours=sum(r.runtime for r in res) / 60,
+        estimate_core_hours=sum(r.estimate * r.threads for r in res) / 60,
+        requested_core_hours=sum(r.runtime * r.threads for r in res) / 60,
+        unmeasured=any(r.gpu and r.unmeasured for r in res))
 
 
 def plan(cfg: Mapping, planner: Planner | None = None) -> list[RulePlan]:
     """Per rule of the workflow for ``cfg``: its jobs and what they request (threads, runtime
-    and memory from ``cost_model``; a GPU where the prior or method declares one);
-    ``planner``: the config's planner, when the caller has built it already."""
-    rows = []
-    for stage, rules in (planner or Planner(cfg)).rules.items():
-        for rule in rules:
-            res = [job.resources for job in rule.jobs.values()]
-            if not res:
-                continue
-            rows.append(RulePlan(
-                rule=rule.name, stage=stage, jobs=len(res), threads=max(r.threads for r in res),
-                runtime_min=min(r.runtime for r in res), runtime_max=max(r.runtime for r in res),
-                mem_mb=max(r.mem_mb for r in res), gpu_jobs=sum(r.gpu > 0 for r in res),
-                requested_hours=sum(r.runtime * r.threads for r in res) / 60))
-    return rows
+    and memory from ``cost_model``; a GPU where the prior or method declares one) and the
+    estimate behind it; ``planner``: the config's planner, when the caller has built it
+    already."""
+    return [_rule_plan(rule.name, stage, [job.resources for job in rule.jobs.values()])
+            for stage, rules in (planner or Planner(cfg)).rules.items()
+            for rule in rules if rule.jobs]
+
+
+def plan_totals(rows: list[RulePlan]) -> RulePlan:
+    """The rows summed (jobs, GPU jobs, hours); threads, runtimes and memory their extremes."""
+    def total(name: str) -> float:
+        return sum(getattr(r, name) for r in rows)
+
+    return RulePlan(
+        rule="total", stage="", jobs=int(total("jobs")),
+        threads=max((r.threads for r in rows), default=0),
+        runtime_min=min((r.runtime_min for r in rows), default=0),
+        runtime_max=max((r.runtime_max for r in rows), default=0),
+        mem_mb=max((r.mem_mb for r in rows), default=0), gpu_jobs=int(total("gpu_jobs")),
+        estimate_job_hours=total("estimate_job_hours"),
+        requested_job_hours=total("requested_job_hours"),
+        estimate_core_hours=total("estimate_core_hours"),
+        requested_core_hours=total("requested_core_hours"),
+        unmeasured=any(r.unmeasured for r in rows))
+
+
+def scenarios(cfg: Mapping) -> list[tuple[str, Mapping]]:
+    """The two scenarios of ``cfg`` as (name, config), the one it runs first: with
+    ``accelerator.use`` on (:data:`GPU_SCENARIO`) and off (:data:`CPU_SCENARIO`), the other a
+    copy of ``cfg`` with the switch flipped."""
+    accelerator = dict(cfg.get("accelerator", {}))
+    on = bool(accelerator.get("use", False))
+    other = {**cfg, "accelerator": {**accelerator, "use": not on}}
+    gpu, cpu = (cfg, other) if on else (other, cfg)
+    pairs = [(GPU_SCENARIO, gpu), (CPU_SCENARIO, cpu)]
+    return pairs if on else pairs[::-1]
 
 
 def n_instances(cfg: Mapping) -> int:
     return sum(1 for _ in conditions(cfg)) * cfg["seeds"]["candidates"]
 
 
+def _hours(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
 def plan_table(rows: list[RulePlan]) -> str:
-    """The plan as a Markdown table (one row per rule, then the total)."""
-    lines = ["| rule | jobs | threads | runtime (min) | mem_mb | GPU | core-hours requested |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    """The plan as a Markdown table (one row per rule, then the total): the request per job
+    (threads, GPU, runtime in minutes, memory), then over the rule's jobs the estimate (margin
+    1) and the request in job-hours and in core-hours; a rule whose GPU values are guesses is
+    marked."""
+    def hours(r: RulePlan) -> str:
+        ratio = "–" if math.isnan(r.ratio) else f"{r.ratio:.2f}"
+        return (f"| {_hours(r.estimate_job_hours)} | {_hours(r.requested_job_hours)} | {ratio} "
+                f"| {_hours(r.estimate_core_hours)} | {_hours(r.requested_core_hours)} |")
+
+    lines = ["| rule | jobs | threads | GPU | min | mem_mb | job-h est. | req. | req/est "
+             "| core-h est. | req. |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         runtime = (f"{r.runtime_min}" if r.runtime_min == r.runtime_max
                    else f"{r.runtime_min}–{r.runtime_max}")
-        lines.append(f"| {r.rule} | {r.jobs:,} | {r.threads} | {runtime} | {r.mem_mb:,} | "
-                     f"{'1' if r.gpu_jobs else '–'} | {r.requested_hours:,.1f} |")
-    lines.append(f"| total | {sum(r.jobs for r in rows):,} | | | | "
-                 f"{sum(r.gpu_jobs for r in rows):,} jobs | "
-                 f"{sum(r.requested_hours for r in rows):,.1f} |")
+        gpu = ("1" + (f" {UNMEASURED}" if r.unmeasured else "")) if r.gpu_jobs else "–"
+        lines.append(f"| {r.rule} | {r.jobs:,} | {r.threads} | {gpu} | {runtime} | "
+                     f"{r.mem_mb:,} " + hours(r))
+    total = plan_totals(rows)
+    lines.append(f"| total | {total.jobs:,} | | {total.gpu_jobs:,} jobs | | " + hours(total))
     return "\n".join(lines)
 
 
-def plan_report(cfg: Mapping, planner: Planner | None = None) -> str:
-    """The grid's size and, per rule, its jobs and what they request."""
-    rows = plan(cfg, planner)
+def _fit_hours(rows: list[RulePlan]) -> float:
+    return sum(r.estimate_job_hours for r in rows if r.stage == "fit")
+
+
+def plan_report(cfg: Mapping, planner: Planner | None = None,
+                paper_fit_hours: Mapping[str, float] | None = None,
+                both: bool = True) -> str:
+    """The grid's size and, per rule, its jobs, what they request and the estimate behind it,
+    in the scenario ``cfg`` runs and (``both``) in the other one (:func:`scenarios`: a copy of
+    ``cfg`` planned too); ``planner``: ``cfg``'s, when built already. ``paper_fit_hours``: the
+    compute the paper reports for its fits, in wall-clock hours by part (e.g. final fits,
+    sweeps), printed beside the fit stage's estimate in each scenario."""
+    model = cfg["cost_model"]
     lines = [
         f"grid: {len(cfg['datasets'])} datasets × {len(cfg['priors'])} priors × "
         f"{len(cfg['noise_modes'])} noise modes × {len(cfg['coverages'])} coverages × "
         f"{cfg['seeds']['candidates']} candidate seeds"
-        f"{' (narrowed per prior by prior_grid)' if cfg.get('prior_grid') else ''} = "
-        f"{n_instances(cfg):,} instances "
+        f"{' (narrowed per prior by prior_grid)' if cfg.get('prior_grid') else ''}\n"
+        f"  = {n_instances(cfg):,} instances "
         f"({cfg['seeds']['valid_per_cell']} valid seeds used per cell)",
-        "resources per job from cost_model (runtime: margin × estimate; what a cluster run "
-        "requests):",
-        plan_table(rows),
+        "per job, its request from cost_model: threads, GPU, min (runtime: margin "
+        f"{float(model.get('margin', 1.0)):g} × the estimate,",
+        f"at least {model.get('min_runtime', 1)} minutes), mem_mb; per rule, the estimate (est., "
+        "margin 1) and the request (req.)",
+        "in job-h (Σ wall-clock hours of its jobs) and core-h (Σ hours × threads)",
     ]
+    fit = {}
+    cases = scenarios(cfg)[:2 if both else 1]
+    for i, (name, scenario) in enumerate(cases):
+        rows = plan(scenario, planner if scenario is cfg else None)
+        fit[name] = _fit_hours(rows)
+        use = f"accelerator.use: {str(name == GPU_SCENARIO).lower()}"
+        where = (f"what this config runs ({use})" if scenario is cfg
+                 else f"the same config with {use}")
+        total = plan_totals(rows)
+        lines += ["", f"scenario {i + 1} of {len(cases)}: {name} — {where};",
+                  f"{total.requested_core_hours:,.0f} core-hours requested "
+                  f"({total.estimate_core_hours:,.0f} estimated), "
+                  f"{f'{total.gpu_jobs:,}' if total.gpu_jobs else 'none'} of the "
+                  f"{total.jobs:,} jobs on GPUs:",
+                  plan_table(rows)]
+        if any(r.unmeasured for r in rows):
+            lines.append(f"{UNMEASURED}: the rule's GPU jobs use cost_model `gpu` values that "
+                         "say `measured: false`")
+    if paper_fit_hours:
+        label = {CPU_SCENARIO: "CPU-only", GPU_SCENARIO: "GPUs"}
+        estimates = " / ".join(
+            f"{_hours(fit[name])}{' job-hours' if k == 0 else ''} ({label[name]})"
+            for k, name in enumerate(n for n in (CPU_SCENARIO, GPU_SCENARIO) if n in fit))
+        parts = " + ".join(f"{v:,.0f} {k}" for k, v in paper_fit_hours.items())
+        lines += ["", f"fit (sweeps + final fits): estimate {estimates};",
+                  f"  the paper reports ≈ {sum(paper_fit_hours.values()):,.0f} ({parts})"]
     missing_priors = [p for p in cfg["priors"] if p not in implemented_priors(cfg)]
     missing_methods = [m for m in cfg.get("methods", []) if m not in implemented_methods(cfg)]
     if missing_priors or missing_methods:
@@ -155,7 +263,8 @@ def guard_message(cfg: Mapping, planner: Planner | None = None) -> str | None:
         return None
     return (
         "This configuration is the full grid, meant for a cluster "
-        "(`snakemake --profile profiles/slurm`).\n" + plan_report(cfg) + "\n"
+        "(`snakemake --profile profiles/slurm`).\n" + plan_report(cfg, planner, both=False)
+        + "\n"
         "To run it locally anyway, confirm with `--config confirm_full_run=True`; to try it "
         "small, use "
         "`--configfile presets/demo.yaml`; to build one target, name it on the command line."
