@@ -62,10 +62,10 @@ gpu-bundle: env
 	$(BIN)/python benchmarks/gpu_check.py bundle --cpu-times $(SLICE_DIR)/results
 
 test: env
-	$(BIN)/pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 test-slow: env
-	$(BIN)/pytest -m slow -q
+	$(BIN)/pytest -m slow -q --durations=15
 
 lint: env
 	$(BIN)/ruff check src tests scripts benchmarks

@@ -1,63 +1,67 @@
-"""The full grid planned for the cluster: the slurm profile's dry run of config.yaml (its own
-file so that the fast tier's two test processes share the workflow tests evenly)."""
+"""The grid planned for the cluster: the slurm profile's dry run of config.yaml, narrowed to a few
+datasets, noise modes and seeds so that every rule of the full grid still has jobs (its own file
+so that the fast tier's two test processes share the workflow tests evenly). The full grid's dry
+run with the profile runs in the slow tier, as the README's command
+(tests/workflow/test_readme.py); the planner's full-grid counts are checked without Snakemake
+(tests/grid/test_jobs.py)."""
 
 import pytest
+import yaml
 
-from postrisk.grid.artefacts import figure_ids
+from postrisk.grid import Planner, load_config
+from postrisk.grid.cost import cost_entry
 from tests.workflow_helpers import REPO, dry_run_jobs, job_counts, snakemake
 
 #: These tests start Snakemake (select them with `-m workflow`).
 pytestmark = pytest.mark.workflow
 
+#: config.yaml narrowed: Concrete (the DE experiment's grid), kin8nm (the warm-up study's) and
+#: White Wine (the OOD study's in-distribution set), two noise modes, 2 valid seeds of 3.
+NARROW = {"datasets": ["concrete", "kin8nm", "white_wine"],
+          "noise_modes": ["smooth_monotone", "bump"],
+          "seeds": {"valid_per_cell": 2, "candidates": 3}}
 
-def test_slurm_profile_plans_the_full_grid_with_the_cost_models_resources(tmp_path,
-                                                                         monkeypatch):
-    """`snakemake --profile profiles/slurm -n` on config.yaml: the whole grid; every job asks for
-    the threads, runtime and memory of the cost model (exactly what `postrisk plan` reports);
-    MCMC posteriors, and only they, ask for a GPU on the GPU partition."""
-    from postrisk.grid import Planner
-    from postrisk.methods.table import METHOD_ENTRIES
 
+def test_slurm_profile_plans_the_grid_with_the_cost_models_resources(tmp_path, monkeypatch):
+    """`snakemake --profile profiles/slurm -n` on config.yaml (narrowed): every job of every rule
+    of the full grid's kinds, each asking for the threads, runtime and memory of the cost model
+    (exactly what `postrisk plan` reports); MCMC posteriors, and only they, ask for a GPU on the
+    GPU partition."""
+    narrow = tmp_path / "narrow.yaml"
+    narrow.write_text(yaml.safe_dump(NARROW))
     monkeypatch.setenv("SLURM_ACCOUNT", "dummy")
     run = snakemake(tmp_path, "--profile", str(REPO / "profiles" / "slurm"),
-                    "--sdm", "env-modules", "-n")
+                    "--sdm", "env-modules", "-n", "--configfile", str(narrow))
     assert run.returncode == 0, run.stderr[-3000:]
+    cfg = load_config(REPO / "config.yaml", narrow)
+    planner = Planner(cfg)
+    full = Planner(load_config(REPO / "config.yaml"))
+    rules_of = {r.name: r for rs in planner.rules.values() for r in rs if r.jobs}
+    assert set(rules_of) == {r.name for rs in full.rules.values() for r in rs if r.jobs}
+
     counts = job_counts(run.stdout)
-    cells = 13 * 4 * 2  # datasets × noise × coverage
-    per_family = cells * 13  # every candidate seed: validity is decided by the BNN R̂
-    assert counts["covariates"] == 14 and counts["prior"] == 13 * 3
-    assert counts["sample"] == 3 * per_family
-    assert counts["posterior_exact"] == per_family and counts["posterior_mcmc"] == 2 * per_family
-    assert counts["valid_seeds"] == cells
-    methods = len(METHOD_ENTRIES)  # every implemented method (each job tunes, then fits)
-    assert counts["fit"] == methods * 3 * cells and counts["score"] == 3 * cells
-    assert counts["checks"] == counts["tables"] == counts["report"] == 1
-    assert counts["figure"] == len(figure_ids())
-    for name in ("abalone", "sarcos", "white_wine", "red_wine"):
+    assert {k: v for k, v in counts.items() if k not in ("all", "total")} == {
+        name: len(rule.jobs) for name, rule in rules_of.items()}
+    for name in ("concrete", "kin8nm", "white_wine", "red_wine"):  # Red Wine: the OOD set
         assert f"results/covariates/{name}.zarr" in run.stdout
 
-    planner = Planner.from_files(REPO / "config.yaml")
-    expected = {}
-    for rules in planner.rules.values():
-        for rule in rules:
-            for ident, job in rule.jobs.items():
-                expected[(rule.name, ident)] = job.resources
     jobs = [j for j in dry_run_jobs(run.stdout) if j["rule"] != "all"]
-    assert len(jobs) == counts["total"] - 1 == len(expected)
-    rules_by_name = {r.name: r for rs in planner.rules.values() for r in rs}
+    assert len(jobs) == counts["total"] - 1 == sum(len(r.jobs) for r in rules_of.values())
+    threads = {}
     for job in jobs:
         res = job["resources"]
         assert {"runtime", "mem_mb", "gpu"} <= set(res), job
-        ident = tuple(job["wildcards"][k] for k in rules_by_name[job["rule"]].keys)
-        want = expected[(job["rule"], ident)]
+        rule = rules_of[job["rule"]]
+        want = rule.jobs[tuple(job["wildcards"][k] for k in rule.keys)].resources
         got = (job["threads"], int(res["runtime"]), int(res["mem_mb"]), int(res["gpu"]))
         assert got == (want.threads, want.runtime, want.mem_mb, want.gpu), job
         on_gpu = job["rule"] in ("posterior_mcmc", "warmup_posterior")  # MCMC posteriors
         assert (int(res["gpu"]) == 1) == on_gpu, job
         assert res["slurm_partition"] == ("gpu" if on_gpu else "cpu"), job
-    # not capped at 1 (`cores`): the most threads any job of the rule asks for (NGBoost's fit
-    # jobs ask for 1, the others for 2; the order of the dry run's jobs is not fixed)
-    threads = {}
-    for j in jobs:
-        threads[j["rule"]] = max(threads.get(j["rule"], 0), j["threads"])
-    assert threads["posterior_mcmc"] == 4 and threads["fit"] == 2
+        threads[job["rule"]] = max(threads.get(job["rule"], 0), job["threads"])
+    # not capped at 1 (`cores`): the most threads any job of the rule asks for (the order of
+    # the dry run's jobs is not fixed)
+    assert threads["posterior_mcmc"] == max(cost_entry(cfg, "posterior", p, gpu=True)["threads"]
+                                            for p in ("hbart", "bnn"))
+    assert threads["fit"] == max(cost_entry(cfg, "fit", m)["threads"] for m in cfg["methods"])
+    assert threads["fit"] > 1

@@ -25,11 +25,11 @@ not asserted.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("bartz")
 
+from postrisk.priors.hbart.model import TreePrior, sample_prior_draws  # noqa: E402
 from postrisk.priors.hbart.prior import HeteroscedasticBartPrior  # noqa: E402
 from tests.priors.sbc_helpers import make_instance, run_sbc, shrunk  # noqa: E402
 
@@ -59,8 +59,9 @@ def _sbc(noise_var_factor: float = 1.0, prior: bool = False,
 
     def draws_of(inst):
         x, rng = inst["x"], inst["rng"]
-        if prior:
-            return np.stack([fam.sample(PARAMS, x, rng) for _ in range(N_DRAWS)])
+        if prior:  # N_DRAWS independent prior draws, in one batch
+            return sample_prior_draws(TreePrior.from_params(PARAMS), PARAMS["a"], x, rng,
+                                      size=N_DRAWS)
         return fam.posterior(PARAMS, x[N_EVAL:], inst["y"], inst["nv"] * noise_var_factor,
                              x[:N_EVAL], rng, SETTINGS).draws
 

@@ -327,7 +327,6 @@ def test_evaluate_gives_the_pipelines_scores(smoke):
         np.testing.assert_allclose(ours[column], own[column], rtol=1e-10, err_msg=column)
 
 
-@pytest.mark.slow
 def test_light_install_loads_and_evaluates(smoke, tmp_path):
     """A fresh virtual environment with only the default dependencies (no extras) loads a
     packed smoke instance and evaluates two methods, with the scores of the full environment."""
