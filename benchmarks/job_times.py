@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from postrisk.grid import Planner
-from postrisk.grid.cost import unit_cost, unit_rows
+from postrisk.grid.cost import unit_rows
 from postrisk.grid.paths import RESULTS
 
 
@@ -77,8 +77,7 @@ def job_times(results: Path, planner: Planner) -> pd.DataFrame:
                 datasets = {getattr(u, "dataset", None) for u in units}
                 name = names.pop() if len(names) == 1 else "mixed"
                 dataset = datasets.pop() if len(datasets) == 1 else None
-                estimate = sum(unit_cost(cfg, stage, getattr(u, "cost_name", None),
-                                         getattr(u, "dataset", None))[0] for u in units)
+                estimate = job.resources.estimate  # the planner's: the job's start included
                 rows.append({
                     "stage": stage, "rule": rule.name,
                     "job": "/".join(ident) if ident else stage,

@@ -49,7 +49,8 @@ def _narrowing(priors: bool = True) -> dict:
 def _cost_entry() -> dict:
     number = {"type": "number", "minimum": 0}
     values = {"threads": _positive_int(), "minutes": number, "minutes_per_size": number,
-              "mem_mb": number, "mem_mb_per_size": number, "power": number}
+              "mem_mb": number, "mem_mb_per_size": number, "power": number,
+              "mem_power": number}
     # on a GPU: any of the values, laid over the entry, and where they come from (false: guesses)
     gpu = {"type": "object", "additionalProperties": False, "properties": {
         **values, "measured": {"anyOf": [{"type": "string", "minLength": 1}, {"const": False}]}}}

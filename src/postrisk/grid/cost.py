@@ -71,16 +71,18 @@ def unit_rows(cfg: Mapping, dataset: str) -> int:
 def unit_cost(cfg: Mapping, stage: str, name: str | None = None,
               dataset: str | None = None, gpu: bool = False) -> tuple[float, float]:
     """(minutes, MB) of one unit on a GPU (``gpu``) or on CPUs: ``minutes + minutes_per_size ·
-    s`` and ``mem_mb + mem_mb_per_size · s`` with ``s = (rows / cost_model.rows) ** power``;
+    s`` and ``mem_mb + mem_mb_per_size · s'`` with ``s = (rows / cost_model.rows) ** power``
+    (``s'``: the same with ``mem_power``, where the memory grows otherwise; default ``power``);
     ``rows`` of the unit's dataset (:func:`unit_rows`), none (s = 0) for stages not tied to
     one."""
     entry = cost_entry(cfg, stage, name, gpu)
-    scale = 0.0
+    scale = mem_scale = 0.0
     if dataset is not None:
         rows = unit_rows(cfg, dataset) / float(cfg["cost_model"].get("rows", _ROWS_DEFAULT))
         scale = rows ** float(entry.get("power", 1.0))
+        mem_scale = rows ** float(entry.get("mem_power", entry.get("power", 1.0)))
     minutes = float(entry["minutes"]) + float(entry.get("minutes_per_size", 0.0)) * scale
-    mem = float(entry["mem_mb"]) + float(entry.get("mem_mb_per_size", 0.0)) * scale
+    mem = float(entry["mem_mb"]) + float(entry.get("mem_mb_per_size", 0.0)) * mem_scale
     return minutes, mem
 
 
