@@ -26,7 +26,9 @@ cluster job does, so each time includes the imports and JAX's compilations:
 Rows are appended as each unit ends (a rerun skips the points already in ``--out``).
 
 A rerun with the same ``--out`` goes on where the last stopped (``--budget-min`` stops it
-between units). ``fit`` fits each entry's ``minutes + minutes_per_size · (rows / 1000)^power`` to its points
+between units).
+
+``fit`` fits each entry's ``minutes + minutes_per_size · (rows / 1000)^power`` to its points
 (least squares on the relative error, power in [0.5, 3]); where the paper-settings slice measured
 the same unit at the same size (``benchmarks/measured/paper_slice.csv``: whole jobs at the paper's
 settings), the entry's points are scaled so that the curve passes through the slice's time (the
