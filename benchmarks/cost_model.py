@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import math
 import os
@@ -75,6 +76,7 @@ UNIT_TRIALS, UNIT_FITS = 30, 10
 
 # ------------------------------------------------------------------------- one unit (a process)
 
+@functools.cache
 def _config(dataset: str) -> dict:
     """config.yaml narrowed to one cell of ``dataset`` and one seed (its settings untouched)."""
     from postrisk.grid import deep_merge, read_layers, validate_config
@@ -309,7 +311,7 @@ def measure(args: argparse.Namespace) -> int:
             seconds = result["seconds"] + (max(wall - result["process_seconds"], 0.0)
                                            if stage != "job" else 0.0)
             spec = registry()[dataset]
-            cfg = _config_cached(dataset)
+            cfg = _config(dataset)
             writer.writerow({"dataset": dataset, "rows": unit_rows(cfg, dataset), "d": spec.d,
                              "stage": stage, "name": name or "", "seconds": f"{seconds:.2f}",
                              "how": result["how"],
@@ -320,15 +322,6 @@ def measure(args: argparse.Namespace) -> int:
                   f"[{(time.perf_counter() - start) / 60:.1f} min]", flush=True)
     print(f"points in {out}")
     return 0
-
-
-_CONFIGS: dict[str, dict] = {}
-
-
-def _config_cached(dataset: str) -> dict:
-    if dataset not in _CONFIGS:
-        _CONFIGS[dataset] = _config(dataset)
-    return _CONFIGS[dataset]
 
 
 def unit_main(dataset: str, stage: str, name: str, size_index: int) -> int:
