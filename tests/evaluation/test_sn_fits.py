@@ -33,6 +33,7 @@ def toy(n=120, d=3, seed=0):
     return x, np.sin(2 * x[:, 0]) + 0.5 * x[:, 1] + 0.1 * rng.standard_normal(n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, extra", [("nn_lap", {"n_samples": 16}),
                                          ("nn_ens", {"n_members": 3})])
 def test_every_dense_layer_is_bounded_by_the_coefficient_after_training(name, extra):
@@ -52,6 +53,7 @@ def test_every_dense_layer_is_bounded_by_the_coefficient_after_training(name, ex
     assert max(max(network) for network in dense_spectral_norms(plain)) > 1.5 * coeff
 
 
+@pytest.mark.slow
 def test_the_arms_sweep_their_own_ranges(tmp_path):
     task = gp_task(n=80, m=30, d=2)
     condition = ("toy", "gp", "bump", "random")
@@ -99,6 +101,7 @@ def test_a_record_judges_the_arm_against_the_oracle():
     assert np.array_equal(rows, preservation_rows(task, 40)) and rows.size == 40
 
 
+@pytest.mark.slow
 def test_backbone_features_follow_the_networks_the_eu_is_read_from():
     x, y = toy(n=60)
     ens = get_method("nn_ens")(**SMALL, n_members=3, random_state=0).fit(x, y)

@@ -221,6 +221,7 @@ def test_posterior_shape_precision_determinism_and_reuse(small_instance, caplog)
     assert not np.array_equal(res.draws, other.draws)
 
 
+@pytest.mark.slow
 def test_posterior_with_informative_data_interpolates():
     """Many training points with tiny noise (SD 0.02, prior SD of f ≈ 1): the posterior mean
     at the training inputs is close to y, and f* is recovered at evaluation points inside the

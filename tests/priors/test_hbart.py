@@ -100,6 +100,7 @@ def _state(x, y, scale, missing, precision=1.0):
     return sampler.init_state(PRIOR, 1.0, x, y, scale, missing, CHAINS, 2, precision)
 
 
+@pytest.mark.slow
 def test_prior_matches_bartz_mcmc_without_data(points):
     """bartz with every target missing samples the prior: trees and f at the points."""
     import jax
@@ -190,6 +191,7 @@ def test_error_scale_in_state_and_sigma_fixed(problem):
     np.testing.assert_array_equal(np.asarray(final.error_cov_inv.value), np.ones(CHAINS))
 
 
+@pytest.mark.slow
 def test_untempered_stages_equal_one_plain_run(problem):
     """With t0 = 1 the staged run is bartz's single run with the same key, bit for bit."""
     import jax

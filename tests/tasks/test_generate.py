@@ -95,6 +95,7 @@ def test_noise_parameters_stored_and_mean_matches(concrete, gp_params):
     assert abs(s["noise_var_eval"].values.mean() - 0.23) < 1e-10
 
 
+@pytest.mark.slow
 def test_stored_rhat_and_ess_are_those_of_the_stored_draws(concrete, tmp_path):
     """A BNN task store (2 chains, float64 NumPyro draws stored as float32), written and read
     back: ArviZ on the stored ``posterior_draws`` reshaped by chain gives the stored R̂ and
@@ -164,11 +165,13 @@ def _sbc(control: str | None, seed: int = 0):
                                    np.array(covered), D_SBC, alpha=1e-3)
 
 
+@pytest.mark.slow
 def test_gp_posterior_is_calibrated():
     result = _sbc(None)
     assert result.passed, result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("control", ["noise_x2", "permuted_index", "prior_as_posterior"])
 def test_negative_controls_fail_the_same_check(control):
     result = _sbc(control)

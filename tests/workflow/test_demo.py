@@ -1,4 +1,6 @@
-"""Slow tier: the demo preset end to end in a scratch directory, then its budget and outputs.
+"""Slow tier: a demo run's budget and outputs (``demo``, tests/workflow/conftest.py: the run
+``make demo`` made where ``POSTRISK_DEMO_RUN`` names it, as in CI, else the demo preset end to
+end in a scratch directory).
 
 What the demo must produce is computed from its planner (the preset merged over config.yaml),
 so editing the preset needs no edit here. Its time is a benchmark (benchmarks/demo_budget.py,
@@ -13,22 +15,10 @@ import sys
 import pandas as pd
 import pytest
 
-from tests.workflow_helpers import REPO, snakemake
+from tests.workflow_helpers import REPO
 
 #: These tests start Snakemake (select them with `-m workflow`).
 pytestmark = pytest.mark.workflow
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The demo preset run once; its outputs serve every test of this module."""
-    tmp_path = tmp_path_factory.mktemp("demo")
-    # the 15-minute budget is a benchmark (below); the timeout only guards against a hang,
-    # beyond the 1.5 × 15-minute guard on the jobs' wall clock
-    run = snakemake(tmp_path, "--cores", "2", "--configfile", str(REPO / "presets/demo.yaml"),
-                    timeout=25 * 60)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return tmp_path
 
 
 #: The slow tier fails on the demo's wall clock only beyond this multiple of its budget.

@@ -37,6 +37,7 @@ def _one_instance(tmp_path, **extra) -> str:
     return str(preset)
 
 
+@pytest.mark.slow
 def test_killed_store_write_leaves_nothing_valid_and_a_failing_method_is_counted(tmp_path):
     """(1) The posterior job is killed (SIGKILL) after the first variable of its task store is
     written: nothing that validates is left, and the next run rebuilds the store. (2) That run

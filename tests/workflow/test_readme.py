@@ -1,5 +1,7 @@
 """Every command block of the README runs as written: on a fresh copy of the checkout, with an
-empty ``HOME`` and no network, in the order the README gives them.
+empty ``HOME`` and no network, in the order the README gives them, after its first command,
+``make demo`` (the copy gets the results of the slow tier's demo run, ``demo`` in
+tests/workflow/conftest.py, with their time stamps).
 
 Blocks a marker exempts are not run here: ``<!-- needs: network -->`` (or ``cluster``) before a
 block; the two commands (``make demo``, ``make test``: CI runs them); the release and evaluate
@@ -83,11 +85,12 @@ def _fresh_copy(dest):
     (dest / ".venv").symlink_to(REPO / ".venv")
 
 
-def test_every_offline_readme_command_runs_as_written(tmp_path):
+def test_every_offline_readme_command_runs_as_written(demo, tmp_path):
     checkout, home = tmp_path / "postrisk", tmp_path / "home"
     checkout.mkdir()
     home.mkdir()
     _fresh_copy(checkout)
+    shutil.copytree(demo / "results", checkout / "results", symlinks=True)  # `make demo` ran
     # no network: every HTTP(S) request goes to a closed port on loopback
     offline = {"HOME": str(home), "HTTP_PROXY": "http://127.0.0.1:9",
                "HTTPS_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",

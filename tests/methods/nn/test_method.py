@@ -88,6 +88,7 @@ def _single_fits(method, x_std, y_std, rows=None) -> tuple[np.ndarray, np.ndarra
     return np.array(means), np.array(variances)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spectral_norm", [False, True])
 @pytest.mark.parametrize("cls", [NeuralEnsemble, NeuralBag])
 def test_members_are_exactly_single_network_fits(cls, spectral_norm):
