@@ -40,7 +40,9 @@ N_CONTROL = 50  # the noise control needs its own bartz runs: at 50 its log-like
 D, N_TRAIN, N_EVAL = 2, 24, 4
 PARAMS = {"a": 1.0, "num_trees": 200, "max_depth": 6, "base": 0.95, "power": 2.0,
           "n_cutpoints": 255}
-SETTINGS = {"chains": 16, "warmup": 120, "draws_per_chain": 8, "thin": 5,
+#: 60 warm-up iterations (45 tempered): at this size the checks pass as at 120 (main p = 0.94 /
+#: 0.74, coverage 0.905) and every control still fails (shrunk p = 4e-5, noise p = 1e-22).
+SETTINGS = {"chains": 16, "warmup": 60, "draws_per_chain": 8, "thin": 5,
             "tempering": {"t0": 3.0, "stages": 4, "share": 0.75}}
 N_DRAWS = SETTINGS["chains"] * SETTINGS["draws_per_chain"]
 N_EXCLUDED, EXCLUDED_FROM, SHRINK = 70, 0.6, 0.5  # the region-excluding design

@@ -156,6 +156,7 @@ def _stack(trees):
     return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
 
 
+@pytest.mark.slow
 def test_vmapped_members_train_exactly_as_alone():
     x, y, loss_fn = _mse_problem(MEMBER_SPEC)
     inits = [init_backbone(MEMBER_SPEC, seed) for seed in (0, 1)]
