@@ -18,10 +18,8 @@ D = 3
 PRIOR = model.TreePrior()  # 200 trees, max depth 6, 0.95, 2, 255 cutpoints
 # one shape for every bartz run below: 8 eval rows + 32 training rows, 8 chains
 N_EVAL, N_TRAIN, CHAINS = 8, 32, 8
-SETTINGS = {"chains": CHAINS, "warmup": 60, "draws_per_chain": 40, "thin": 5,
+SETTINGS = {"chains": CHAINS, "warmup": 60, "draws_per_chain": 40, "thin": 20,
             "tempering": {"t0": 3.0, "stages": 3, "share": 0.75}}
-#: Without data bartz's draws are compared with independent prior draws: thinned further.
-PRIOR_RUN_THIN = 20
 
 
 def _chi2_two_sample(a: np.ndarray, b: np.ndarray, top: int) -> float:
@@ -109,9 +107,9 @@ def test_prior_matches_bartz_mcmc_without_data(points):
 
     n = points.shape[0]
     schedule = sampler.tempering_schedule(SETTINGS["warmup"], SETTINGS["draws_per_chain"],
-                                        PRIOR_RUN_THIN, 3.0, 3, 0.75)
+                                        SETTINGS["thin"], 3.0, 3, 0.75)
     state = _state(points, np.zeros(n), np.ones(n), np.ones(n, dtype=bool))
-    run = sampler.run_tempered(state, jax.random.key(7), schedule, PRIOR_RUN_THIN)
+    run = sampler.run_tempered(state, jax.random.key(7), schedule, SETTINGS["thin"])
     draws = run.draws.reshape(-1, n)
     ours = model.sample_prior_draws(PRIOR, 1.0, points, np.random.default_rng(8),
                                     size=draws.shape[0])
@@ -169,7 +167,7 @@ def test_tempering_and_fixed_error_precision(posterior):
     s = posterior[0].settings
     temps = [st["temperature"] for st in s["stages"]]
     np.testing.assert_allclose(temps, [3.0, 3.0 ** (2 / 3), 3.0 ** (1 / 3), 1.0])
-    assert [st["iterations"] for st in s["stages"]] == [15, 15, 15, 15 + 40 * 5]
+    assert [st["iterations"] for st in s["stages"]] == [15, 15, 15, 15 + 40 * 20]
     for st in s["stages"]:
         # noise SD σᵢ·√T ⇔ global precision 1/T on top of the per-point scales σᵢ
         assert st["noise_sd_multiplier"] == pytest.approx(np.sqrt(st["temperature"]))
