@@ -268,10 +268,13 @@ def test_a_bad_sandbox_section_stops_with_a_clear_message(tmp_path, change, mess
         load_config(REPO / "config.yaml", config)
 
 
-#: The SN study at toy size: NN-Lap and NN-Ens (the smoke preset's small networks) on the smoke
-#: grid's one GP instance of Concrete, each arm re-tuned by a 2-trial sweep.
+#: The SN study at toy size: NN-Lap and NN-Ens (small networks, fewer epochs and samples) on
+#: the smoke grid's one GP instance of Concrete, each arm re-tuned by a 2-trial sweep.
 TOY_SN = {
     "methods": ["nn_lap", "nn_ens"], "tuning": {"methods": []},
+    "method_settings": {
+        "nn_lap": {"width": 16, "n_blocks": 1, "n_epochs": 20, "n_samples": 32},
+        "nn_ens": {"width": 16, "n_blocks": 1, "n_epochs": 20, "n_members": 3}},
     "disentanglement": {"methods": []},
     "studies": {"sn_study": {"run": True, "methods": ["nn_lap", "nn_ens"],
                              "datasets": ["concrete"], "priors": ["gp"],
