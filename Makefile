@@ -57,9 +57,11 @@ paper-slice: env
 	@$(BIN)/postrisk outputs --configfile presets/paper_slice.yaml --results $(SLICE_DIR)/results
 
 # What travels to a lent GPU machine for benchmarks/gpu_check.py (docs/design.md, "The
-# paper-settings slice"): two Concrete sample stores, the wheels it lacks, this machine's times.
+# paper-settings slice"): two Concrete sample stores, the wheels it lacks, this machine's times
+# (the slice's own benchmark files after `make paper-slice`, else its measured table).
+SLICE_TIMES = $(if $(wildcard $(SLICE_DIR)/results),$(SLICE_DIR)/results,benchmarks/measured/paper_slice.csv)
 gpu-bundle: env
-	$(BIN)/python benchmarks/gpu_check.py bundle --cpu-times $(SLICE_DIR)/results
+	$(BIN)/python benchmarks/gpu_check.py bundle --cpu-times $(SLICE_TIMES)
 
 test: env
 	$(BIN)/pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15

@@ -2,7 +2,7 @@
 settings, timed on a GPU machine against this machine's CPUs.
 
     .venv/bin/python benchmarks/gpu_check.py bundle [--out gpu_bundle] [--no-wheels]
-        [--cpu-times runs/paper_slice/results] [--config LAYER.yaml ...]      # here
+        [--cpu-times runs/paper_slice/results|TABLE.csv] [--config LAYER.yaml ...]   # here
     python3 benchmarks/gpu_check.py run [--bundle gpu_bundle] [--allow-cpu] [--quick]
         [--budget-s 300] [--priors bnn,hbart]                    # there, from the repo root
 
@@ -153,6 +153,8 @@ def cpu_reference(results: Path | None, cfg: dict, instances: dict, out: Path) -
 
     ref: dict = {"results": str(results) if results else None, "cpu_count": os.cpu_count(),
                  "machine": f"{platform.machine()} {platform.processor()}".strip()}
+    if results is not None and results.is_file():
+        return ref | measured_reference(results, instances)
     for prior, entry in instances.items():
         key = TaskKey.parse(entry["key"]).as_dict()
         ref[prior] = got = {"seconds": None, "note": "unknown: no --cpu-times folder given"}
@@ -168,6 +170,21 @@ def cpu_reference(results: Path | None, cfg: dict, instances: dict, out: Path) -
         if task.is_dir():  # its sample store had the bundle's settings
             got["same_sample"] = (open_zarr(task, load=False).attrs["sample_config_digest"]
                                   == open_zarr(out / entry["sample"]).attrs["config_digest"])
+    return ref
+
+
+def measured_reference(table: Path, instances: dict) -> dict:
+    """This machine's seconds per posterior job from a measured job-times table (the
+    ``benchmarks/measured/paper_slice.csv`` that ``job_times.py`` keeps): its row of each
+    instance's posterior job, with the machine and date it was measured on."""
+    with table.open() as fh:
+        rows = {(r["stage"], r["job"]): r for r in csv.DictReader(fh)}
+    ref: dict = {}
+    for prior, entry in instances.items():
+        row = rows.get(("posterior", entry["key"]))
+        ref[prior] = ({"seconds": float(row["seconds"]), "same_sample": None,
+                       "note": f"from {table.name} ({row['machine']}, {row['date']})"}
+                      if row else {"seconds": None, "note": f"unknown: no row in {table}"})
     return ref
 
 
@@ -374,7 +391,8 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bundle", help="build the folder that travels to the GPU machine")
     b.add_argument("--out", default=str(REPO / "gpu_bundle"))
-    b.add_argument("--cpu-times", help="a finished run's results folder (its benchmark files)")
+    b.add_argument("--cpu-times", help="a finished run's results folder (its benchmark files) "
+                   "or a measured job-times table (benchmarks/measured/paper_slice.csv)")
     b.add_argument("--config", action="append", default=[],
                    help="a config layer merged over config.yaml (repeatable; tests)")
     b.add_argument("--no-wheels", action="store_true", help="download no wheels")

@@ -101,3 +101,19 @@ def test_run_on_the_cpu_quick_times_both_instances(small_bundle, tmp_path):
     # every distribution the two processes imported is on the device or in the bundle's list
     assert report["imported_not_listed"] == []
     assert report["installed_from_bundle"] == []  # here everything is importable already
+
+
+def test_this_machines_seconds_come_from_a_measured_job_times_table(tmp_path):
+    """Without a finished run's results, the slice's measured table gives each instance's
+    posterior seconds (its own row, by job key), and says so; a missing row stays unknown."""
+    table = tmp_path / "paper_slice.csv"
+    table.write_text(
+        "stage,rule,job,seconds,machine,date\n"
+        "posterior,posterior_mcmc,concrete/hbart/smooth_monotone/balanced/0,1359.59,M,2026-12-03\n"
+        "posterior,posterior_mcmc,concrete/bnn/smooth_monotone/balanced/1,57.0,M,2026-12-03\n"
+        "fit,fit,concrete/bnn/smooth_monotone/balanced/0,9.0,M,2026-12-03\n")
+    instances = {p: {"key": f"concrete/{p}/smooth_monotone/balanced/0"} for p in ("hbart", "bnn")}
+    ref = _script().cpu_reference(table, {}, instances, tmp_path)
+    assert ref["hbart"]["seconds"] == 1359.59
+    assert ref["hbart"]["note"] == "from paper_slice.csv (M, 2026-12-03)"
+    assert ref["bnn"]["seconds"] is None and ref["bnn"]["note"].startswith("unknown")
