@@ -258,7 +258,7 @@ def covariates(dataset: Annotated[str, typer.Argument(help="registry name")],
 
 
 @command("verify-covariates")
-def verify(datasets: Annotated[list[str] | None, typer.Argument(
+def verify_covariates(datasets: Annotated[list[str] | None, typer.Argument(
                help="registry names (default: all)")] = None,
            report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
            raw_dir: RawDir = None, configfile: ConfigFiles = None) -> int:
@@ -301,6 +301,29 @@ def download(url: Annotated[str | None, typer.Option(
                                  retries=retries)
     report = download_configured(settings)
     typer.echo(download_summary(report, settings["download_dir"]))
+    return 0
+
+
+@command()
+def verify(folder: Annotated[Path, typer.Argument(
+               help="a release folder (manifest.json and the packed files)")]) -> int:
+    """Check a release without trusting it: every file against the manifest (size, sha256),
+    every instance's digest, and its diagnostics recomputed from its stored draws (rank of f*,
+    90% coverage, MCSE of σ²_f, R̂ and ESS). One line per problem; exit status 1 on any."""
+    from postrisk.release.verify import verify_release
+
+    problems, counts = verify_release(folder)
+    for line in problems:
+        typer.echo(line)
+    checked = (f"{counts['files']} file(s), {counts['instances']} instance(s), "
+               f"{counts['bytes']:,} bytes")
+    if not counts["rhat"]:
+        typer.echo("note: R̂ and ESS were not recomputed: they need ArviZ "
+                   "(pip install 'postrisk[samplers]')", err=True)
+    if problems:
+        typer.echo(f"{folder}: {len(problems)} problem(s) in {checked}", err=True)
+        return FAILED
+    typer.echo(f"{folder}: all {checked} agree with the manifest and their draws")
     return 0
 
 

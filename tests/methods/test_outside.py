@@ -259,7 +259,7 @@ def test_evaluate_tasks_by_filter(tmp_path, task):
 # -- the command line ---------------------------------------------------------------------------
 
 COMMANDS = ("run", "task", "plan", "outputs", "envs", "fetch-covariates", "covariates",
-            "verify-covariates", "download", "evaluate", "info")
+            "verify-covariates", "download", "verify", "evaluate", "info")
 
 
 def test_every_command_has_help(capsys):

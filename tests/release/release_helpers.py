@@ -14,6 +14,7 @@ import numpy as np
 from postrisk.core.io import write_zarr_atomic
 from postrisk.grid.paths import path as path_of
 from postrisk.release.pack import ReleaseInstance, build_release
+from postrisk.tasks.diagnostics import instance_point_checks
 from postrisk.tasks.key import TaskKey
 from tests.task_helpers import gp_task
 
@@ -24,12 +25,32 @@ KEYS = [TaskKey("concrete", "gp", "bump", "balanced", 0),
 DROPPED = TaskKey("concrete", "gp", "bump", "balanced", 1)
 
 
-def make_store(root: Path, key: TaskKey) -> Path:
+def make_store(root: Path, key: TaskKey, edit=None) -> Path:
+    """A task store of ``key`` whose diagnostics are those of its draws (``edit``: a function
+    changing the dataset before it is written)."""
     path = Path(path_of("task", str(root), **vars(key)))
-    task = gp_task(n=30, m=20, seed=7 + 11 * KEYS.index(key) if key in KEYS else 99,
-                   key=vars(key))
-    write_zarr_atomic(task.ds, path)
+    seed = 7 + 11 * KEYS.index(key) if key in KEYS else 99
+    ds = with_diagnostics(gp_task(n=30, m=20, seed=seed, key=vars(key)).ds, seed,
+                          chains=4 if key.prior == "bnn" else 1)
+    write_zarr_atomic(edit(ds) if edit else ds, path)
     return path
+
+
+def with_diagnostics(ds, seed: int, chains: int, draws: int = 40):
+    """``ds`` with ``draws`` posterior draws (float32, as stored) and the per-point diagnostics
+    task generation records from the float64 draws (R̂ and ESS where there are chains)."""
+    rng = np.random.default_rng(seed)
+    mean, sd = ds["posterior_mean"].values, np.sqrt(ds["posterior_var"].values)
+    full = mean + sd * rng.standard_normal((draws, mean.size))
+    stored = full.astype(np.float32)
+    checks = instance_point_checks(full, ds["f_true_eval"].values, chains, rhat_draws=stored)
+    train = rng.standard_normal((draws, ds.sizes["train"])).astype(np.float32)
+    ds = ds.assign(posterior_draws=(("draw", "eval"), stored),
+                   posterior_draws_train=(("draw", "train"), train),
+                   **{name: (("eval",), values) for name, values in checks.items()})
+    ds["rank_true"] = ds["rank_true"].astype(np.int32)
+    ds.attrs["chains"] = chains
+    return ds
 
 
 def make_stores(root: Path):

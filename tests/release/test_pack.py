@@ -68,7 +68,7 @@ def test_packed_and_plain_stores_load_the_same_arrays(stores, release):
         same_arrays(by_key, postrisk.Task.load(tasks[key]))
         oracle = by_key.oracle
         np.testing.assert_array_equal(oracle.posterior_var, by_key.ds["posterior_var"].values)
-        assert oracle.posterior_draws.shape == (4, 20) and by_key.x_train.shape == (30, 2)
+        assert oracle.posterior_draws.shape == (40, 20) and by_key.x_train.shape == (30, 2)
 
 
 def test_dataset_artefacts(release):

@@ -36,6 +36,26 @@ def test_regeneration_is_bit_identical(concrete, gp_params):
     validate_store(a, kind="task")
 
 
+def test_a_generated_store_rechecks_against_its_stored_draws(concrete, gp_params, tmp_path):
+    """The diagnostics build_task records (rank, coverage, MCSE from the float64 draws) agree,
+    written and read back, with those ``postrisk verify`` recomputes from the float32 draws; a
+    store whose draws are another instance's does not."""
+    from postrisk.core.io import open_zarr, write_zarr_atomic
+    from postrisk.tasks.recheck import recheck_diagnostics
+
+    def stored(seed):
+        task = build_task(build_sample(TaskKey("concrete", "gp", "bump", "balanced", seed),
+                                       concrete, gp_params, 200), {"draws": 400})
+        return open_zarr(write_zarr_atomic(task, tmp_path / f"{seed}.zarr"))
+
+    a, b = stored(0), stored(1)
+    recorded = {name: a[name].values for name in ("rank_true", "covered90", "mcse_var")}
+    assert recheck_diagnostics(a["posterior_draws"].values, a["f_true_eval"].values, 1,
+                               recorded) == []
+    assert len(recheck_diagnostics(b["posterior_draws"].values, a["f_true_eval"].values, 1,
+                                   recorded)) == 3
+
+
 def test_instances_differing_in_noise_mode_are_independent(concrete, gp_params):
     n = 300
     s1 = build_sample(TaskKey("concrete", "gp", "bump", "balanced", 0), concrete, gp_params, n)
@@ -128,6 +148,11 @@ def test_stored_rhat_and_ess_are_those_of_the_stored_draws(concrete, tmp_path):
     assert np.array_equal(store["ess"].values, ess)
     helper_rhat, helper_ess = diagnostics.rhat_and_ess(stored, chains)
     assert np.array_equal(helper_rhat, rhat) and np.array_equal(helper_ess, ess)
+    from postrisk.tasks.recheck import recheck_diagnostics
+
+    recorded = {name: store[name].values for name in ("rank_true", "covered90", "mcse_var",
+                                                      "rhat", "ess")}
+    assert recheck_diagnostics(stored, store["f_true_eval"].values, chains, recorded) == []
 
 
 # -- simulation-based calibration (docs/design.md, "Reference-posterior checks") ---------------

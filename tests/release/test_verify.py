@@ -1,0 +1,129 @@
+"""``postrisk verify``: a release as packed agrees with its manifest and its draws; a flipped
+byte, a missing file and a diagnostic edited before packing (so that every checksum agrees)
+are each caught, one line per problem, exit status 1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+
+from postrisk.cli import main
+from postrisk.release import MANIFEST
+from postrisk.release.verify import verify_release
+from tests.release.release_helpers import DROPPED, KEYS, build, make_store
+
+
+def test_the_release_as_packed_verifies(release, capsys):
+    out, manifest = release
+    problems, counts = verify_release(out)
+    assert problems == []
+    assert counts == {"files": len(manifest["files"]), "instances": len(KEYS),
+                      "bytes": sum(f["bytes"] for f in manifest["files"]), "rhat": True}
+    assert main(["verify", str(out)]) == 0
+    assert "agree with the manifest and their draws" in capsys.readouterr().out
+
+
+def test_a_flipped_byte_is_caught_in_the_file_and_its_instance(release, tmp_path, capsys):
+    out, manifest = release
+    copy = tmp_path / "data"
+    shutil.copytree(out, copy)
+    entry = next(e for e in manifest["instances"] if e["key"] == KEYS[2].label)  # the BNN one
+    path = copy / entry["file"]
+    body = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:  # a byte inside the instance's draws
+        info = zf.getinfo(f"{entry['group']}/posterior_draws/c/0/0")
+    where = info.header_offset + 30 + len(info.filename) + len(info.extra) + 5
+    body[where] ^= 0xFF
+    path.write_bytes(bytes(body))
+    assert main(["verify", str(copy)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith(f"{entry['file']}: sha256 ") for line in lines)
+    assert any(line.startswith(f"{KEYS[2].label}: group ") and "Bad CRC-32" in line
+               for line in lines)
+    others = [line for line in lines if not line.startswith((entry["file"], KEYS[2].label))]
+    assert others == []
+
+
+def test_an_edited_diagnostic_is_caught_though_every_checksum_agrees(stores, tmp_path, capsys):
+    """Someone edits one coverage flag and one R̂ and repacks (a new, self-consistent
+    manifest): the recomputation from the stored draws catches both, naming instance and
+    variable."""
+    root, tasks, covariates, priors = stores
+    edited_root = tmp_path / "results"
+
+    def edit(ds):
+        ds = ds.copy(deep=True)
+        ds["covered90"].values[3] = ~ds["covered90"].values[3]
+        ds["rhat"].values[7] = ds["rhat"].values[7] * 0.99
+        return ds
+
+    bnn = KEYS[2]
+    edited = {**tasks, bnn: make_store(edited_root, bnn, edit=edit)}
+    out = tmp_path / "release"
+    build((root, edited, covariates, priors), out)
+    problems, _ = verify_release(out)
+    assert [p.split(" differs")[0] for p in problems] == [
+        f"{bnn.label}: covered90", f"{bnn.label}: rhat"]
+    assert all("1 point(s) (3)" in p or "1 point(s) (7)" in p for p in problems)
+    assert main(["verify", str(out)]) == 1
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_missing_files_and_a_missing_manifest_are_one_line_each(release, tmp_path, capsys):
+    out, manifest = release
+    copy = tmp_path / "data"
+    shutil.copytree(out, copy)
+    (copy / "airfoil_gp.zip").unlink()
+    problems, _ = verify_release(copy)
+    size = next(f["bytes"] for f in manifest["files"] if f["name"] == "airfoil_gp.zip")
+    assert problems == [f"airfoil_gp.zip: missing (the manifest lists {size:,} bytes)"]
+    (copy / MANIFEST).unlink()
+    assert main(["verify", str(copy)]) == 1
+    assert "no release manifest" in capsys.readouterr().out
+
+
+def test_an_instance_listed_in_no_file_is_a_problem(release, tmp_path):
+    out, _ = release
+    copy = tmp_path / "data"
+    shutil.copytree(out, copy)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    manifest["instances"][0]["file"] = "nowhere.zip"
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    problems, _ = verify_release(copy)
+    assert problems == [f"{manifest['instances'][0]['key']}: its file 'nowhere.zip' is not "
+                        "among the manifest's files"]
+
+
+def test_instances_not_shipped_are_not_checked(release):
+    _, manifest = release
+    assert DROPPED.label in {e["key"] for e in manifest["not_shipped"]}
+    assert DROPPED.label not in {e["key"] for e in manifest["instances"]}
+
+
+def test_without_arviz_rhat_is_not_recomputed_and_says_so(stores, tmp_path, monkeypatch,
+                                                          capsys):
+    """The light install has no ArviZ: an edited R̂ then goes unseen, the rest is checked, and
+    the command says what it did not recompute."""
+    import importlib.util
+
+    root, tasks, covariates, priors = stores
+
+    def edit(ds):
+        ds = ds.copy(deep=True)
+        ds["rhat"].values[7] = ds["rhat"].values[7] * 0.99
+        ds["rank_true"].values[2] += 3
+        return ds
+
+    bnn = KEYS[2]
+    out = tmp_path / "release"
+    build((root, {**tasks, bnn: make_store(tmp_path / "results", bnn, edit=edit)}, covariates,
+           priors), out)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "arviz" else real(name, *a))
+    problems, counts = verify_release(out)
+    assert counts["rhat"] is False
+    assert [p.split(" differs")[0] for p in problems] == [f"{bnn.label}: rank_true"]
+    assert main(["verify", str(out)]) == 1
+    assert "R̂ and ESS were not recomputed: they need ArviZ" in capsys.readouterr().err
