@@ -306,17 +306,22 @@ def download(url: Annotated[str | None, typer.Option(
 
 @command()
 def verify(folder: Annotated[Path, typer.Argument(
-               help="a release folder (manifest.json and the packed files)")]) -> int:
+               help="a release folder (manifest.json and the packed files)")],
+           present_only: Annotated[bool, typer.Option(
+               "--present-only", help="check only the files that are here (a download of "
+                                      "some datasets or priors); absent ones are skipped, "
+                                      "not problems")] = False) -> int:
     """Check a release without trusting it: every file against the manifest (size, sha256),
     every instance's digest, and its diagnostics recomputed from its stored draws (rank of f*,
     90% coverage, MCSE of σ²_f, R̂ and ESS). One line per problem; exit status 1 on any."""
     from postrisk.release.verify import verify_release
 
-    problems, counts = verify_release(folder)
+    problems, counts = verify_release(folder, present_only=present_only)
     for line in problems:
         typer.echo(line)
     checked = (f"{counts['files']} file(s), {counts['instances']} instance(s), "
-               f"{counts['bytes']:,} bytes")
+               f"{counts['bytes']:,} bytes"
+               + (f"; {counts['skipped']} absent file(s) skipped" if counts["skipped"] else ""))
     if not counts["rhat"]:
         typer.echo("note: R̂ and ESS were not recomputed: they need ArviZ "
                    "(pip install 'postrisk[samplers]')", err=True)

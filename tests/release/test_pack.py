@@ -28,7 +28,11 @@ def test_manifest_lists_files_instances_and_the_dropped(release):
     assert manifest["format"] == "postrisk-release" and manifest["scale"] == "smoke"
     names = {f["name"] for f in manifest["files"]}
     assert names == {"concrete_gp.zip", "concrete_bnn.zip", "airfoil_gp.zip",
-                     "concrete_dataset.zip", "airfoil_dataset.zip", "DATA_CARD.md"}
+                     "concrete_dataset.zip", "airfoil_dataset.zip", "DATA_CARD.md",
+                     "instances.csv"}
+    # the index: one row per shipped instance, with its place and shapes
+    index = (out / "instances.csv").read_text().splitlines()
+    assert len(index) == 1 + len(KEYS) and index[0].startswith("key,dataset,prior")
     assert json.loads((out / MANIFEST).read_text()) == manifest
     for entry in manifest["files"]:
         path = out / entry["name"]
@@ -41,6 +45,8 @@ def test_manifest_lists_files_instances_and_the_dropped(release):
         assert inst["licence"].startswith("CC BY 4.0")
         assert inst["schema_version"] == postrisk.tasks.TASK_SCHEMA_VERSION
         assert inst["config_digest"] == "x"
+        assert (inst["n_train"], inst["n_eval"], inst["features"], inst["draws"]) == (30, 20, 2, 40)
+        assert inst["chains"] == (4 if inst["prior"] == "bnn" else 1)
     assert manifest["not_shipped"] == [{**vars(DROPPED), "key": DROPPED.label,
                                         "reason": "seed 1 is not valid"}]
     assert manifest["total_bytes"] == sum(f["bytes"] for f in manifest["files"])
@@ -125,7 +131,8 @@ def test_size_and_file_limits_refuse_and_leave_nothing(stores, tmp_path):
     with pytest.raises(ReleaseTooLarge, match="over the limit of 1,000 .*release.max_bytes"):
         build(stores, out, max_bytes=1000)
     assert not list(out.iterdir())
-    with pytest.raises(ReleaseTooLarge, match="7 files, over the limit of 5"):
+    # 3 instance files, 2 dataset files, the data card, the index, the manifest, croissant.json
+    with pytest.raises(ReleaseTooLarge, match="9 files, over the limit of 5"):
         build(stores, tmp_path / "many", max_files=5)
 
 
@@ -168,7 +175,7 @@ def test_filtered_download(release, tmp_path):
         report = download_release(serve_files(server, out), tmp_path, datasets=["concrete"],
                                   priors="gp")
         assert sorted(report.downloaded) == ["DATA_CARD.md", "concrete_dataset.zip",
-                                             "concrete_gp.zip"]
+                                             "concrete_gp.zip", "instances.csv"]
         with pytest.raises(ReleaseError, match="no dataset abalone; it holds airfoil, concrete"):
             download_release(server.url + "/release", tmp_path, datasets=["abalone"])
     assert [e.label for e in postrisk.list_tasks(tmp_path)] == \
@@ -241,7 +248,7 @@ def test_cli_download(release, tmp_path, capsys):
                      "--dataset", "airfoil"])
     assert code == 0
     said = capsys.readouterr().out
-    assert "3 file(s) downloaded and verified" in said and str(tmp_path) in said
+    assert "4 file(s) downloaded and verified" in said and str(tmp_path) in said
     assert [e.label for e in postrisk.list_tasks(tmp_path)] == ["airfoil/gp/bump/balanced/0"]
 
 

@@ -19,7 +19,8 @@ def test_the_release_as_packed_verifies(release, capsys):
     problems, counts = verify_release(out)
     assert problems == []
     assert counts == {"files": len(manifest["files"]), "instances": len(KEYS),
-                      "bytes": sum(f["bytes"] for f in manifest["files"]), "rhat": True}
+                      "bytes": sum(f["bytes"] for f in manifest["files"]), "skipped": 0,
+                      "rhat": True}
     assert main(["verify", str(out)]) == 0
     assert "agree with the manifest and their draws" in capsys.readouterr().out
 
@@ -78,6 +79,12 @@ def test_missing_files_and_a_missing_manifest_are_one_line_each(release, tmp_pat
     problems, _ = verify_release(copy)
     size = next(f["bytes"] for f in manifest["files"] if f["name"] == "airfoil_gp.zip")
     assert problems == [f"airfoil_gp.zip: missing (the manifest lists {size:,} bytes)"]
+    # a download of some datasets: --present-only checks what is here and skips the rest
+    problems, counts = verify_release(copy, present_only=True)
+    assert problems == [] and counts["skipped"] == 1
+    assert counts["instances"] == len(KEYS) - 1  # airfoil's one instance is not here
+    assert main(["verify", "--present-only", str(copy)]) == 0
+    assert "1 absent file(s) skipped" in capsys.readouterr().out
     (copy / MANIFEST).unlink()
     assert main(["verify", str(copy)]) == 1
     assert "no release manifest" in capsys.readouterr().out

@@ -231,6 +231,10 @@ CATALOGUE: tuple[Artefact, ...] = (
                   "The citation file (copied from the checkout)"),
     _release_file("release_manifest", "release/manifest.json",
                   "The release's manifest: every file's and instance's sha256"),
+    _release_file("release_index", "release/instances.csv",
+                  "One row per released instance: key, file, group, shapes, digest"),
+    _release_file("release_croissant", "release/croissant.json",
+                  "The release's Croissant metadata (MLCommons), generated from the manifest"),
     # -- the studies (each its own stages; shown on the studies page, not in the report) ------
     *STUDY_CATALOGUE,
     Artefact("studies_report", "studies/index.html", "studies_report", _STUDIES_PAGE,

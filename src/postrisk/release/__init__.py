@@ -2,6 +2,8 @@
 (dataset, prior), a manifest, safe downloads, and loading a task from a release or a store.
 
 - :mod:`~postrisk.release.pack` — the ``release`` rule: pack, checksum, manifest, size limit;
+- :mod:`~postrisk.release.croissant` — the instance index and the Croissant metadata;
+- :mod:`~postrisk.release.verify` — ``postrisk verify``: a release checked against its draws;
 - :mod:`~postrisk.release.download` — ``postrisk download``: fetch and verify with pooch;
 - :mod:`~postrisk.release.load` — ``postrisk.load_task`` and ``postrisk.list_tasks``.
 """
@@ -13,6 +15,10 @@ from postrisk.grid.artefacts import artefact
 
 #: The manifest's name inside a release directory (the catalogue's ``release_manifest``).
 MANIFEST = artefact("release_manifest").file
+#: The instance index and the Croissant metadata (the catalogue's ``release_index``,
+#: ``release_croissant``).
+INDEX = artefact("release_index").file
+CROISSANT = artefact("release_croissant").file
 #: What the manifest says it is, and the version of its layout.
 MANIFEST_FORMAT = "postrisk-release"
 MANIFEST_VERSION = 1

@@ -85,7 +85,8 @@ def _as_set(values: str | Iterable[str] | None) -> set[str] | None:
 def select_files(manifest: dict, datasets: str | Iterable[str] | None = None,
                  priors: str | Iterable[str] | None = None) -> list[dict]:
     """The manifest's files of the chosen datasets and priors (None: all): their instance
-    files, their datasets' artefact files, and the documents. Unknown names are an error
+    files, their datasets' artefact files, the documents and the instance index. Unknown names
+    are an error
     listing what the release holds."""
     datasets, priors = _as_set(datasets), _as_set(priors)
     files = manifest["files"]
@@ -101,7 +102,7 @@ def select_files(manifest: dict, datasets: str | Iterable[str] | None = None,
         name = entry["name"]
         if Path(name).name != name or name.startswith(".") or name == MANIFEST:
             raise ReleaseError(f"the manifest names an unsafe file {name!r}")
-        if entry["kind"] == "document":
+        if entry["kind"] in ("document", "index"):
             chosen.append(entry)
         elif datasets is None or entry["dataset"] in datasets:
             if entry["kind"] == "dataset":

@@ -34,6 +34,7 @@ from postrisk.core.io import atomic_output, package_version, write_text_atomic
 from postrisk.core.progress import progress_steps
 from postrisk.covariates.registry import registry
 from postrisk.release import (
+    INDEX,
     MANIFEST,
     MANIFEST_FORMAT,
     MANIFEST_VERSION,
@@ -41,6 +42,7 @@ from postrisk.release import (
     instance_group,
     instances_file,
 )
+from postrisk.release.croissant import index_csv, write_croissant
 from postrisk.tasks import TASK_SCHEMA_VERSION
 from postrisk.tasks.key import KEY_COLUMNS, TaskKey
 from postrisk.tasks.store import RELEASE_OMITTED, validate_store
@@ -187,6 +189,9 @@ def _pack_instance(writer: _ZipWriter, key: TaskKey, store: Path, file: str,
     versions = json.loads(ds.attrs.get("versions", "{}"))
     return {"key": key.label, "dataset": key.dataset, "prior": key.prior, "noise": key.noise,
             "coverage": key.coverage, "seed": key.seed, "file": file, "group": group,
+            "n_train": int(ds.sizes["train"]), "n_eval": int(ds.sizes["eval"]),
+            "features": int(ds.sizes["feature"]), "draws": int(ds.sizes["draw"]),
+            "chains": int(ds.attrs.get("chains", 1)),
             "bytes": sum(len(data) for _, data in members), "sha256": members_sha256(members),
             "schema_version": ds.attrs["schema_version"],
             "package_version": versions.get("postrisk", "unknown"),
@@ -234,13 +239,17 @@ def build_release(instances: Sequence[ReleaseInstance], covariate_stores: Mappin
                   prior_files: Mapping[tuple[str, str], Path], out_dir: str | Path, *,
                   documents: Sequence[Path] = (), scale: str = "paper",
                   config_digest: str = "", max_bytes: int = DEFAULT_MAX_BYTES,
-                  max_files: int = DEFAULT_MAX_FILES) -> dict:
+                  max_files: int = DEFAULT_MAX_FILES, base_url: str | None = None) -> dict:
     """Pack a release into ``out_dir`` and write its manifest; return the manifest.
 
     ``instances``: every instance built, shipped or not (``valid``); ``covariate_stores``: per
     dataset; ``prior_files``: per (dataset, prior); ``documents``: copied as they are (the data
-    card, the citation file). Raises :class:`ReleaseTooLarge` — after removing what it packed —
-    when the files exceed ``max_bytes`` in all or number more than ``max_files``.
+    card, the citation file). Besides the manifest it writes the instance index
+    (``instances.csv``, listed in the manifest) and the Croissant metadata (``croissant.json``,
+    which lists the manifest; ``base_url``: where the release will be published, for its
+    addresses) — :mod:`postrisk.release.croissant`. Raises :class:`ReleaseTooLarge` — after
+    removing what it packed — when the files exceed ``max_bytes`` in all or number more than
+    ``max_files``.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -250,7 +259,7 @@ def build_release(instances: Sequence[ReleaseInstance], covariate_stores: Mappin
     for item in shipped:
         by_file.setdefault((item.key.dataset, item.key.prior), []).append(item)
     datasets = sorted({d for d, _ in by_file})
-    n_files = len(by_file) + len(datasets) + len(documents) + 1
+    n_files = len(by_file) + len(datasets) + len(documents) + 3  # manifest, index, Croissant
     if n_files > max_files:
         raise ReleaseTooLarge(f"the release would hold {n_files} files, over the limit of "
                               f"{max_files} (config key release.max_files)")
@@ -277,6 +286,10 @@ def build_release(instances: Sequence[ReleaseInstance], covariate_stores: Mappin
             shutil.copyfile(document, path)
             written.append(path)
             files.append(_file_entry(path, "document", "see DATA_CARD.md"))
+        path = out_dir / INDEX
+        write_text_atomic(path, index_csv({"instances": entries}))
+        written.append(path)
+        files.append(_file_entry(path, "index", "see DATA_CARD.md"))
         total = sum(f["bytes"] for f in files)
         if total > max_bytes:
             sizes = ", ".join(f"{f['name']} {f['bytes']:,}" for f in
@@ -300,6 +313,7 @@ def build_release(instances: Sequence[ReleaseInstance], covariate_stores: Mappin
                          "reason": i.reason} for i in instances if not i.valid],
     }
     write_text_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+    write_croissant(out_dir, manifest, documents, base_url)
     logger.info("[release] %d instance(s) in %d file(s), %s bytes (limit %s); %d not shipped; "
                 "manifest %s", len(entries), len(files), f"{total:,}", f"{max_bytes:,}",
                 len(manifest["not_shipped"]), out_dir / MANIFEST)

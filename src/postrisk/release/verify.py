@@ -31,17 +31,18 @@ logger = logging.getLogger(__name__)
 RECHECKED = ("rank_true", "covered90", "mcse_var", "rhat", "ess")
 
 
-def verify_release(root: str | Path) -> tuple[list[str], dict]:
+def verify_release(root: str | Path, present_only: bool = False) -> tuple[list[str], dict]:
     """(problems, counts) of the release in ``root``: one sentence per problem, each starting
     with the file or instance it concerns (empty: everything agrees); counts of the files and
-    instances checked, and ``rhat``: whether R̂ and ESS were recomputed (that needs ArviZ, which
-    the light install lacks: ``pip install 'postrisk[samplers]'``)."""
+    instances checked, of the files ``skipped`` (``present_only``: a partial download's absent
+    files, not a problem then), and ``rhat``: whether R̂ and ESS were recomputed (that needs
+    ArviZ, which the light install lacks: ``pip install 'postrisk[samplers]'``)."""
     root = Path(root)
     rhat = importlib.util.find_spec("arviz") is not None
     try:
         manifest = read_manifest(root)
     except (FileNotFoundError, ReleaseError) as err:
-        return [str(err)], {"files": 0, "instances": 0, "bytes": 0, "rhat": rhat}
+        return [str(err)], {"files": 0, "instances": 0, "bytes": 0, "skipped": 0, "rhat": rhat}
     files = list(manifest.get("files", []))
     listed = {entry["name"] for entry in files}
     by_file: dict[str, list[dict]] = {}
@@ -51,14 +52,17 @@ def verify_release(root: str | Path) -> tuple[list[str], dict]:
             problems.append(f"{entry.get('key')}: its file {entry.get('file')!r} is not among "
                             "the manifest's files")
         by_file.setdefault(entry.get("file"), []).append(entry)
+    skipped = [e for e in files if present_only and not (root / e["name"]).is_file()]
+    files = [e for e in files if e not in skipped]
     total = sum(int(entry.get("bytes", 0)) for entry in files)
     with progress_steps(total, f"[verify] {root}", logger, unit="bytes") as progress:
         for entry in files:
             problems += verify_file(root / entry["name"], entry, by_file.get(entry["name"], []),
                                     rhat)
             progress.advance(int(entry.get("bytes", 0)))
-    counts = {"files": len(files), "instances": sum(len(v) for v in by_file.values()),
-              "bytes": total, "rhat": rhat}
+    counts = {"files": len(files),
+              "instances": sum(len(by_file.get(e["name"], [])) for e in files),
+              "bytes": total, "skipped": len(skipped), "rhat": rhat}
     return problems, counts
 
 

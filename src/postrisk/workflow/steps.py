@@ -398,7 +398,8 @@ def pack_release(instances: str | Path, tasks: Sequence[str | Path], task_keys: 
                          {tuple(k): Path(p) for k, p in priors.items()}, out_dir,
                          documents=[Path(d) for d in documents], scale=scale,
                          config_digest=config_digest, max_bytes=int(settings["max_bytes"]),
-                         max_files=int(settings["max_files"]))
+                         max_files=int(settings["max_files"]),
+                         base_url=settings.get("base_url"))
 
 
 def download_release(settings: Mapping, out: str | Path) -> None:
