@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from postrisk.core.io import write_zarr_atomic
+from postrisk.core.io import open_zarr, write_zarr_atomic
 from postrisk.grid.paths import path as path_of
 from postrisk.release.pack import ReleaseInstance, build_release
 from postrisk.tasks.diagnostics import instance_point_checks
@@ -36,7 +36,7 @@ def make_store(root: Path, key: TaskKey, edit=None) -> Path:
     return path
 
 
-def with_diagnostics(ds, seed: int, chains: int, draws: int = 40):
+def with_diagnostics(ds, seed: int, chains: int, draws: int = 200):
     """``ds`` with ``draws`` posterior draws (float32, as stored) and the per-point diagnostics
     task generation records from the float64 draws (R̂ and ESS where there are chains)."""
     rng = np.random.default_rng(seed)
@@ -68,10 +68,18 @@ def make_stores(root: Path):
     return root, tasks, covariates, priors
 
 
+def cell_rhat(tasks: dict, key: TaskKey) -> float | None:
+    """The max R̂ of ``key``'s cell's BNN instance among ``tasks`` (None: there is none)."""
+    bnn = TaskKey(key.dataset, "bnn", key.noise, key.coverage, key.seed)
+    if bnn not in tasks:
+        return None
+    return float(open_zarr(tasks[bnn])["rhat"].values.max())
+
+
 def build(stores, out: Path, **kw) -> dict:
     """The release of ``stores`` in ``out`` (its manifest)."""
     root, tasks, covariates, priors = stores
-    offered = [ReleaseInstance(k, tasks[k]) for k in KEYS]
+    offered = [ReleaseInstance(k, tasks[k], cell_rhat=cell_rhat(tasks, k)) for k in KEYS]
     offered.append(ReleaseInstance(DROPPED, tasks[DROPPED], False, "seed 1 is not valid"))
     card = out.parent / "DATA_CARD.md"
     card.write_text("card\n")

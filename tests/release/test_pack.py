@@ -45,7 +45,8 @@ def test_manifest_lists_files_instances_and_the_dropped(release):
         assert inst["licence"].startswith("CC BY 4.0")
         assert inst["schema_version"] == postrisk.tasks.TASK_SCHEMA_VERSION
         assert inst["config_digest"] == "x"
-        assert (inst["n_train"], inst["n_eval"], inst["features"], inst["draws"]) == (30, 20, 2, 40)
+        shapes = (inst["n_train"], inst["n_eval"], inst["features"], inst["draws"])
+        assert shapes == (30, 20, 2, 200)
         assert inst["chains"] == (4 if inst["prior"] == "bnn" else 1)
     assert manifest["not_shipped"] == [{**vars(DROPPED), "key": DROPPED.label,
                                         "reason": "seed 1 is not valid"}]
@@ -74,7 +75,7 @@ def test_packed_and_plain_stores_load_the_same_arrays(stores, release):
         same_arrays(by_key, postrisk.Task.load(tasks[key]))
         oracle = by_key.oracle
         np.testing.assert_array_equal(oracle.posterior_var, by_key.ds["posterior_var"].values)
-        assert oracle.posterior_draws.shape == (40, 20) and by_key.x_train.shape == (30, 2)
+        assert oracle.posterior_draws.shape == (200, 20) and by_key.x_train.shape == (30, 2)
 
 
 def test_dataset_artefacts(release):

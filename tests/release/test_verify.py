@@ -134,3 +134,30 @@ def test_without_arviz_rhat_is_not_recomputed_and_says_so(stores, tmp_path, monk
     assert [p.split(" differs")[0] for p in problems] == [f"{bnn.label}: rank_true"]
     assert main(["verify", str(out)]) == 1
     assert "R̂ and ESS were not recomputed: they need ArviZ" in capsys.readouterr().err
+
+
+def test_an_edited_quality_record_and_a_wrong_cell_rhat_are_caught(release, tmp_path, capsys):
+    """The manifest's quality record is recomputed from each store and compared exactly: an
+    edited coverage and an edited sampler setting are each one line naming the field; a cell
+    R̂ that is not what the cell's BNN instance records is one more; an instance whose record
+    says its seed is not valid cannot be shipped."""
+    out, _ = release
+    copy = tmp_path / "data"
+    shutil.copytree(out, copy)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    gp = next(e for e in manifest["instances"] if e["key"] == KEYS[0].label)
+    gp["quality"]["checks"]["coverage90"]["value"] += 0.05
+    gp["quality"]["draws"] = 1000
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    problems, _ = verify_release(copy)
+    assert [p.split(" is ")[0] for p in problems] == [
+        f"{KEYS[0].label}: quality record: checks.coverage90.value",
+        f"{KEYS[0].label}: quality record: draws"]
+    gp["quality"]["checks"]["validity"]["cell_bnn_max_rhat"] = 1.5
+    gp["quality"]["checks"]["validity"]["passed"] = False
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    problems, _ = verify_release(copy)
+    assert sum("its cell's BNN instance records" in p for p in problems) == 1
+    assert sum("shipped, but its quality record says its seed is not valid" in p
+               for p in problems) == 1
+    assert main(["verify", str(copy)]) == 1

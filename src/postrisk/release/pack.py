@@ -45,6 +45,7 @@ from postrisk.release import (
 from postrisk.release.croissant import index_csv, write_croissant
 from postrisk.tasks import TASK_SCHEMA_VERSION
 from postrisk.tasks.key import KEY_COLUMNS, TaskKey
+from postrisk.tasks.quality import quality_record
 from postrisk.tasks.store import RELEASE_OMITTED, validate_store
 
 logger = logging.getLogger(__name__)
@@ -63,12 +64,14 @@ class ReleaseTooLarge(ValueError):
 @dataclass(frozen=True)
 class ReleaseInstance:
     """One instance offered for release: its key, its task store, whether it is shipped and,
-    if not, why."""
+    if not, why; ``cell_rhat``: the max R̂ of its cell's BNN instance, which decided its seed
+    (None: no BNN instance in the grid)."""
 
     key: TaskKey
     store: Path
     valid: bool = True
     reason: str = ""
+    cell_rhat: float | None = None
 
 
 # -- deterministic zip files --------------------------------------------------------------------
@@ -139,9 +142,12 @@ def _released_group_json(data: bytes) -> bytes:
 # -- packing ------------------------------------------------------------------------------------
 
 def pack_instances(instances: Sequence[tuple[TaskKey, Path]], out: str | Path,
-                   licence: str) -> list[dict]:
+                   licence: str, cell_rhat: Mapping[TaskKey, float | None] | None = None
+                   ) -> list[dict]:
     """Pack the task stores of one (dataset, prior) into ``out``; return one manifest entry per
-    instance (key fields, file, group, bytes, sha256, versions, config digest, licence).
+    instance (key fields, file, group, shapes, bytes, sha256, versions, config digest, licence
+    and its quality record, :func:`postrisk.tasks.quality.quality_record`, with its cell's BNN
+    R̂ from ``cell_rhat``).
 
     Each store is validated first (a store that breaks the contract is never released).
     """
@@ -165,7 +171,8 @@ def pack_instances(instances: Sequence[tuple[TaskKey, Path]], out: str | Path,
                         if parent not in groups:
                             groups.add(parent)
                             writer.add_group(parent)
-                    entries.append(_pack_instance(writer, key, Path(store), out.name, licence))
+                    entries.append(_pack_instance(writer, key, Path(store), out.name, licence,
+                                                  (cell_rhat or {}).get(key)))
                     progress.advance()
         finally:
             writer.close()
@@ -173,7 +180,7 @@ def pack_instances(instances: Sequence[tuple[TaskKey, Path]], out: str | Path,
 
 
 def _pack_instance(writer: _ZipWriter, key: TaskKey, store: Path, file: str,
-                   licence: str) -> dict:
+                   licence: str, cell_rhat: float | None) -> dict:
     ds = validate_store(store, kind="task")
     if TaskKey.from_attrs(ds.attrs) != key:
         raise ValueError(f"{store}: holds instance {TaskKey.from_attrs(ds.attrs).label}, "
@@ -195,7 +202,8 @@ def _pack_instance(writer: _ZipWriter, key: TaskKey, store: Path, file: str,
             "bytes": sum(len(data) for _, data in members), "sha256": members_sha256(members),
             "schema_version": ds.attrs["schema_version"],
             "package_version": versions.get("postrisk", "unknown"),
-            "config_digest": ds.attrs["config_digest"], "licence": licence}
+            "config_digest": ds.attrs["config_digest"], "licence": licence,
+            "quality": quality_record(ds, cell_rhat)}
 
 
 def pack_dataset(dataset: str, covariate_store: str | Path, prior_files: Mapping[str, Path],
@@ -269,7 +277,7 @@ def build_release(instances: Sequence[ReleaseInstance], covariate_stores: Mappin
         for (dataset, prior), items in sorted(by_file.items()):
             path = out_dir / instances_file(dataset, prior)
             entries += pack_instances([(i.key, i.store) for i in items], path,
-                                      licences[dataset])
+                                      licences[dataset], {i.key: i.cell_rhat for i in items})
             written.append(path)
             files.append(_file_entry(path, "instances", licences[dataset], dataset=dataset,
                                      prior=prior, instances=len(items)))
@@ -345,5 +353,6 @@ def release_instances(table, task_store) -> list[ReleaseInstance]:
                           f"has max R̂ {rhat:.4f} > {RHAT_THRESHOLD}")
             else:
                 reason = f"seed {key.seed} is beyond the cell's first valid seeds"
-        out.append(ReleaseInstance(key, Path(task_store(key)), bool(row.valid), reason))
+        cell = bnn_rhat.get((key.dataset, key.noise, key.coverage, key.seed))
+        out.append(ReleaseInstance(key, Path(task_store(key)), bool(row.valid), reason, cell))
     return out

@@ -6,13 +6,15 @@ its group's digest and size, then the instance opened and validated as a task st
 the manifest's, and its per-point diagnostics (rank of f*, 90% coverage, MCSE of σ²_f, and R̂
 and ESS where there are chains) recomputed from the draws it stores and compared with the
 values it records (:mod:`postrisk.tasks.recheck`: R̂ and ESS bit for bit, the others within what
-the float32 rounding of the draws allows). Every disagreement is one line; the progress is
-counted in bytes over the files.
+the float32 rounding of the draws allows); its quality record in the manifest recomputed from
+the store and compared exactly, its cell's BNN R̂ against what that BNN instance records. Every
+disagreement is one line; the progress is counted in bytes over the files.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import zipfile
 from collections.abc import Mapping
@@ -23,6 +25,7 @@ from postrisk.core.progress import progress_steps
 from postrisk.release.load import ReleaseError, open_packed, read_manifest
 from postrisk.release.pack import group_sha256
 from postrisk.tasks.key import TaskKey
+from postrisk.tasks.quality import quality_record, record_differences
 from postrisk.tasks.recheck import recheck_diagnostics
 
 logger = logging.getLogger(__name__)
@@ -60,6 +63,7 @@ def verify_release(root: str | Path, present_only: bool = False) -> tuple[list[s
             problems += verify_file(root / entry["name"], entry, by_file.get(entry["name"], []),
                                     rhat)
             progress.advance(int(entry.get("bytes", 0)))
+    problems += cell_rhat_problems(manifest.get("instances", []))
     counts = {"files": len(files),
               "instances": sum(len(by_file.get(e["name"], [])) for e in files),
               "bytes": total, "skipped": len(skipped), "rhat": rhat}
@@ -109,10 +113,48 @@ def verify_instance(path: Path, entry: Mapping, rhat: bool = True) -> list[str]:
     key = TaskKey.from_attrs(ds.attrs).label
     if key != entry["key"]:
         problems.append(f"the store holds instance {key}")
+    if "quality" in entry:
+        problems += quality_problems(entry["quality"], ds)
     recorded = {name: ds[name].values for name in RECHECKED if name in ds}
     try:
         problems += recheck_diagnostics(ds["posterior_draws"].values, ds["f_true_eval"].values,
                                         int(ds.attrs.get("chains", 1)), recorded, rhat)
     except ValueError as err:
         problems.append(f"its diagnostics cannot be recomputed ({err})")
+    return problems
+
+
+def _at(record: Mapping, path: str):
+    for part in path.split("."):
+        record = record.get(part) if isinstance(record, Mapping) else None
+    return record
+
+
+def quality_problems(recorded: Mapping, ds) -> list[str]:
+    """Where the manifest's quality record of an instance differs from the one its store gives
+    (recomputed with the record's own cell R̂, which :func:`cell_rhat_problems` checks)."""
+    cell = _at(recorded, "checks.validity.cell_bnn_max_rhat")
+    again = json.loads(json.dumps(quality_record(ds, cell)))
+    return [f"quality record: {path} is {_at(recorded, path)!r}, its store gives "
+            f"{_at(again, path)!r}" for path in record_differences(recorded, again)]
+
+
+def cell_rhat_problems(instances: list[Mapping]) -> list[str]:
+    """Each instance's recorded cell R̂ against the max R̂ its cell's BNN instance records
+    (where that instance is in the release), and no instance shipped whose record says its
+    seed is not valid."""
+    def cell(entry):
+        return entry["dataset"], entry["noise"], entry["coverage"], entry["seed"]
+
+    bnn = {cell(e): _at(e.get("quality", {}), "checks.rhat.max") for e in instances
+           if e.get("prior") == "bnn"}
+    problems = []
+    for entry in instances:
+        said = _at(entry.get("quality", {}), "checks.validity.cell_bnn_max_rhat")
+        if _at(entry.get("quality", {}), "checks.validity.passed") is False:
+            problems.append(f"{entry['key']}: shipped, but its quality record says its seed is "
+                            f"not valid (its cell's BNN max R̂ {said!r})")
+        if cell(entry) in bnn and said != bnn[cell(entry)]:
+            problems.append(f"{entry['key']}: quality record: checks.validity.cell_bnn_max_rhat "
+                            f"is {said!r}, its cell's BNN instance records {bnn[cell(entry)]!r}")
     return problems
