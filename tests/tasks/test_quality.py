@@ -69,3 +69,16 @@ def test_record_differences_name_each_path():
     a = {"checks": {"coverage90": {"value": 0.9}, "x": 1}, "draws": 10}
     b = {"checks": {"coverage90": {"value": 0.8}, "x": 1}, "draws": 10, "new": 1}
     assert record_differences(a, b) == ["checks.coverage90.value", "new"]
+
+
+def test_a_task_gives_its_targets_standard_errors():
+    from postrisk.tasks.task import Task
+
+    task = Task(with_diagnostics(gp_task(n=30, m=20, seed=4).ds, seed=4, chains=1))
+    at_mean = task.target_mcse()
+    np.testing.assert_array_equal(at_mean["posterior_variance"],
+                                  task.ds["mcse_var"].values * task.posterior_var)
+    np.testing.assert_array_equal(at_mean["posterior_excess_risk"],
+                                  at_mean["posterior_variance"])
+    away = task.target_mcse(task.posterior_mean + 1.0)
+    assert np.all(away["posterior_excess_risk"] > at_mean["posterior_excess_risk"])

@@ -126,6 +126,17 @@ class Task:
         return oracle.eu_targets(pred_mean, self.posterior_mean, self.posterior_var,
                                  self.f_true_eval)
 
+    def target_mcse(self, pred_mean: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Per evaluation point, the Monte-Carlo standard error of the oracle targets from this
+        store's draws (:func:`postrisk.tasks.quality.target_mcse`): ``posterior_variance`` and
+        ``posterior_excess_risk`` of the prediction ``pred_mean`` (None: at the posterior
+        mean)."""
+        from postrisk.tasks.quality import batch_means_mcse_mean, target_mcse
+
+        return target_mcse(self.posterior_var, self.ds["mcse_var"].values,
+                           batch_means_mcse_mean(self.posterior_draws), pred_mean,
+                           self.posterior_mean)
+
     # -- what it says about itself ---------------------------------------------------------------
     def summary(self) -> list[tuple[str, str]]:
         """Its shape, provenance and diagnostics as (name, value) rows, what ``postrisk info``
