@@ -5,7 +5,7 @@ entries of config.yaml's ``cost_model`` fitted to them.
         [--sizes concrete space_ga sarcos] [--only STAGE[/NAME] ...] [--budget-min 60]
     .venv/bin/python benchmarks/cost_model.py fit [--points benchmarks/measured/cost_model.csv]
         [--anchor benchmarks/measured/paper_slice.csv] [--slice-results runs/paper_slice/results]
-        [--write-config]
+        [--speed-reference benchmarks/measured/speed_DATE.csv] [--write-config [--write-only E ..]]
 
 ``measure`` builds, for each size, one instance per prior of the dataset's shape (its N, d, n
 and n_eval: Concrete 863 rows = n + n_eval, Space GA 2,760, SARCOS 6,271) from *generated*
@@ -359,8 +359,9 @@ def fit_curve(rows: list[float], seconds: list[float]) -> dict[str, float]:
 
 
 def slice_anchors(anchor: Path, results: Path) -> dict[tuple[str, str], tuple[int, float]]:
-    """(stage, name) -> (rows, seconds of one unit at the paper's settings) from the slice's
-    job times; fit units rescaled from its 3 seeds' fits to 10 with its fit stores' seconds."""
+    """(stage, name) -> (rows, seconds of one unit at the paper's settings, note) from the
+    slice's job times; fit units rescaled from its 3 seeds' fits to 10 with its fit stores'
+    seconds (where those are not at hand, the 3-seed job's seconds, which the note says)."""
     import pandas as pd
 
     if not anchor.exists():
@@ -370,12 +371,14 @@ def slice_anchors(anchor: Path, results: Path) -> dict[tuple[str, str], tuple[in
     out = {}
     for (stage, entry), group in frame.groupby(["stage", "cost_entry"]):
         seconds = float(group["seconds"].mean())
+        note = ""
         if stage == "fit":
             extra = _slice_fit_seconds(results, entry)
-            if extra is None:
-                continue  # the fit stores are not here: no anchor
-            seconds += (UNIT_FITS - extra[1]) * extra[0]
-        out[(stage, entry)] = (int(group["rows"].iloc[0]), seconds)
+            if extra is None:  # its fit stores are not here: the job's own seeds only
+                note = "its job of 3 seeds (the fit stores, for 7 more, not at hand)"
+            else:
+                seconds += (UNIT_FITS - extra[1]) * extra[0]
+        out[(stage, entry)] = (int(group["rows"].iloc[0]), seconds, note)
     return out
 
 
@@ -401,11 +404,36 @@ def _family(stage: str, name: str) -> str | None:
     return next((f for f in FAMILIES.get(stage, ()) if name.startswith(f)), None)
 
 
-def fitted_entries(points: list[dict], anchors: dict) -> list[dict]:
-    """Each entry's points (scaled to the slice where it or its family was measured there) and
-    its fitted curve."""
+def speed_factors(reference: Path, points: list[dict]) -> dict[str, tuple[float, int]]:
+    """date -> (factor, units): how much longer the points' machine took on the reference day
+    (the first date of ``points``) than on that date, the median ratio over the units that
+    ``reference`` (a ``measure --out`` of a few reference units on that date) and ``points``
+    both hold. The machine's speed drifts from day to day; the factor puts a day's points on
+    the reference day's footing."""
+    import statistics
+
+    again = _points(reference)
+    if not again:
+        return {}
+    first = {(p["dataset"], p["stage"], p["name"]): float(p["seconds"]) for p in points
+             if p["date"] == min(q["date"] for q in points)}
+    ratios = [first[k] / float(p["seconds"]) for p in again
+              if (k := (p["dataset"], p["stage"], p["name"])) in first]
+    return {again[0]["date"]: (statistics.median(ratios), len(ratios))} if ratios else {}
+
+
+def fitted_entries(points: list[dict], anchors: dict,
+                   speed: dict[str, tuple[float, int]] | None = None) -> list[dict]:
+    """Each entry's points (a day's times times its :func:`speed_factors` factor; scaled to
+    the slice where it or its family was measured there) and its fitted curve."""
+    speed = speed or {}
     by_entry: dict[tuple[str, str], list[dict]] = {}
     for p in points:
+        if p["date"] in speed:
+            factor, units = speed[p["date"]]
+            p = {**p, "seconds": str(float(p["seconds"]) * factor),
+                 "how": f"{p['how']}; × {factor:.2f} for that day's machine speed (the median "
+                        f"of {units} reference units timed again that day)"}
         by_entry.setdefault((p["stage"], p["name"]), []).append(p)
     ratios: dict[tuple[str, str], list[tuple[str, float]]] = {}
     for (stage, name), group in by_entry.items():
@@ -424,9 +452,10 @@ def fitted_entries(points: list[dict], anchors: dict) -> list[dict]:
         scale, anchored = 1.0, ""
         key = (stage, name or "")
         if key in anchors and anchors[key][0] in rows:
-            at, measured = anchors[key]
+            at, measured, *note = anchors[key]
             scale = measured / seconds[rows.index(at)]
-            anchored = f"scaled × {scale:.2f} to the slice's {measured:.0f} s at {at} rows"
+            anchored = (f"scaled × {scale:.2f} to the slice's {measured:.0f} s at {at} rows"
+                        + (f", {note[0]}" if note and note[0] else ""))
         elif (stage, _family(stage, name)) in family_scale:
             scale, members = family_scale[(stage, _family(stage, name))]
             anchored = (f"scaled × {scale:.2f}, the geometric mean of its family's slice "
@@ -439,7 +468,7 @@ def fitted_entries(points: list[dict], anchors: dict) -> list[dict]:
         entries.append({"stage": stage, "name": name, "rows": rows, "seconds": seconds,
                         "scale": scale, "anchored": anchored, "curve": curve,
                         "how": group[-1]["how"], "machine": group[0]["machine"],
-                        "date": group[0]["date"]})
+                        "date": ", ".join(sorted({p["date"] for p in group}))})
     return entries
 
 
@@ -460,12 +489,18 @@ def fit_main(args: argparse.Namespace) -> int:
     if not points:
         print(f"no points in {args.points}: run `measure` first")
         return 1
-    entries = fitted_entries(points, slice_anchors(Path(args.anchor), Path(args.slice_results)))
+    speed = speed_factors(Path(args.speed_reference), points) if args.speed_reference else {}
+    for day, (factor, units) in speed.items():
+        print(f"points of {day}: × {factor:.3f} (median over {units} reference units)")
+    entries = fitted_entries(points, slice_anchors(Path(args.anchor), Path(args.slice_results)),
+                             speed)
     print_entries(entries)
     if args.write_config:
         from cost_config import write_entries
 
-        changed = write_entries(REPO / "config.yaml", entries)
+        chosen = [e for e in entries if not args.write_only
+                  or f"{e['stage']}/{e['name']}" in args.write_only]
+        changed = write_entries(REPO / "config.yaml", chosen)
         print(f"wrote {changed} entries into config.yaml's cost_model")
     return 0
 
@@ -490,6 +525,11 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--slice-results", default=str(REPO / "runs" / "paper_slice" / "results"),
                    help="the slice's results (its fit stores' seconds per seed)")
     f.add_argument("--write-config", action="store_true")
+    f.add_argument("--write-only", nargs="*", default=[],
+                   help="write only these entries (stage/name); the others keep their lines")
+    f.add_argument("--speed-reference", default=None,
+                   help="a `measure --out` of reference units timed again on a later day: "
+                        "that day's points are put on the first day's footing")
     args = parser.parse_args(argv)
     return measure(args) if args.command == "measure" else fit_main(args)
 
