@@ -9,12 +9,13 @@ CORES ?= 2
 # The fast tier runs in this many test processes (pytest-xdist), whole test files to each.
 TEST_WORKERS ?= $(CORES)
 
-.PHONY: env demo studies paper-slice gpu-bundle test test-slow lint envs clean-results help
+.PHONY: env demo studies paper-slice embedded-suite gpu-bundle test test-slow lint envs clean-results help
 
 help:
 	@echo "make demo       set up .venv and run the embedded demo end to end"
 	@echo "make studies    the paper's studies, small (over the demo preset; <= 15 min)"
 	@echo "make paper-slice one Concrete cell per prior at the paper's settings (~80 min)"
+	@echo "make embedded-suite the package's small suite, from the slice's results"
 	@echo "make test       fast test tier (<= 10 min)"
 	@echo "make test-slow  slow test tier (<= 40 min)"
 	@echo "make lint       ruff + snakemake --lint + import contracts (lint-imports)"
@@ -55,6 +56,15 @@ paper-slice: env
 	$(BIN)/python benchmarks/job_times.py --results $(SLICE_DIR)/results \
 		--configfile presets/paper_slice.yaml
 	@$(BIN)/postrisk outputs --configfile presets/paper_slice.yaml --results $(SLICE_DIR)/results
+
+# The small suite inside the package (postrisk.get_task; docs/release.md): the slice's valid
+# instances, thinned, packed into src/postrisk/data/suite.
+embedded-suite: env
+	$(BIN)/snakemake release --configfile presets/paper_slice.yaml presets/embedded.yaml \
+		--directory $(SLICE_DIR) \
+		--cores $(CORES) --quiet rules
+	$(BIN)/python -m postrisk.release.embedded $(SLICE_DIR)/results \
+		--document DATA_CARD.md --document CITATION.cff
 
 # What travels to a lent GPU machine for benchmarks/gpu_check.py (docs/design.md, "The
 # paper-settings slice"): two Concrete sample stores, the wheels it lacks, this machine's times

@@ -5,7 +5,8 @@ from postrisk.core.io import package_version
 
 __version__ = package_version()
 
-__all__ = ["Task", "evaluate", "list_tasks", "load_task", "validate_store", "__version__"]
+__all__ = ["Task", "evaluate", "get_task", "list_tasks", "load_task", "validate_store",
+           "__version__"]
 
 
 def __getattr__(name: str):
@@ -18,6 +19,10 @@ def __getattr__(name: str):
         from postrisk.release import load
 
         return getattr(load, name)
+    if name == "get_task":
+        from postrisk.release.embedded import get_task
+
+        return get_task
     if name == "evaluate":
         from postrisk.evaluation.evaluate import evaluate
 

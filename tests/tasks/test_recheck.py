@@ -62,8 +62,8 @@ def test_an_edited_diagnostic_is_caught_and_named(name):
         edited[name][far] = ~edited[name][far]
     elif name == "mcse_var":
         edited[name][3] *= 1.001
-    else:
-        edited[name][5] = np.nextafter(edited[name][5], np.inf)  # one ulp
+    else:  # beyond what another NumPy build's float32 sums could change
+        edited[name][5] *= 1.0001
     problems = recheck_diagnostics(stored, f_true, 4, edited)
     assert len(problems) == 1 and problems[0].startswith(name) and "1 point(s)" in problems[0]
 

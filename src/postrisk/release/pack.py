@@ -353,6 +353,19 @@ def release_instances(table, task_store) -> list[ReleaseInstance]:
                           f"has max R̂ {rhat:.4f} > {RHAT_THRESHOLD}")
             else:
                 reason = f"seed {key.seed} is beyond the cell's first valid seeds"
-        cell = bnn_rhat.get((key.dataset, key.noise, key.coverage, key.seed))
-        out.append(ReleaseInstance(key, Path(task_store(key)), bool(row.valid), reason, cell))
+        out.append(ReleaseInstance(key, Path(task_store(key)), bool(row.valid), reason,
+                                   _cell_rhat(key, bnn_rhat, task_store)))
     return out
+
+
+def _cell_rhat(key: TaskKey, table_rhat: dict, task_store) -> float | None:
+    """The max R̂ of ``key``'s cell's BNN instance, from its task store (the table's CSV value
+    is rounded), or None where the grid has no BNN instance there."""
+    cell = (key.dataset, key.noise, key.coverage, key.seed)
+    if cell not in table_rhat:
+        return None
+    from postrisk.core.io import open_zarr
+
+    bnn = TaskKey(key.dataset, "bnn", key.noise, key.coverage, key.seed)
+    store = Path(task_store(bnn))
+    return float(open_zarr(store)["rhat"].max()) if store.exists() else table_rhat[cell]
