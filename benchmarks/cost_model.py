@@ -56,6 +56,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from cost_anchors import UNIT_FITS, read_points, slice_anchors, speed_factors  # noqa: E402
 from job_times import machine  # noqa: E402
 
 SIZES = ("concrete", "space_ga", "sarcos")
@@ -71,7 +72,7 @@ SHORT_RUNS = {"hbart": ((20, 4), (60, 4)), "bnn": ((20, 10), (60, 30))}
 FAMILIES = {"fit": ("nn_",)}
 FIELDS = ("dataset", "rows", "d", "stage", "name", "seconds", "how", "detail", "machine",
           "date")
-UNIT_TRIALS, UNIT_FITS = 30, 10
+UNIT_TRIALS = 30  # and UNIT_FITS fits (cost_anchors)
 
 
 # ------------------------------------------------------------------------- one unit (a process)
@@ -240,13 +241,6 @@ def _fit_unit(cfg: dict, method: str, size_index: int, t0: float) -> dict:
 
 # ------------------------------------------------------------------------------- measure
 
-def _points(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
-
-
 #: The stages whose stores the others read: always run (recorded once).
 SETUP = ("covariates", "prior", "sample")
 
@@ -270,7 +264,7 @@ def measure(args: argparse.Namespace) -> int:
     from postrisk.grid.cost import unit_rows
 
     out = Path(args.out)
-    done = {(r["dataset"], r["stage"], r["name"]) for r in _points(out)}
+    done = {(r["dataset"], r["stage"], r["name"]) for r in read_points(out)}
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     budget = args.budget_min * 60.0
@@ -358,68 +352,8 @@ def fit_curve(rows: list[float], seconds: list[float]) -> dict[str, float]:
     return {"minutes": base, "minutes_per_size": per, "power": power, "worst_rel_error": worst}
 
 
-def slice_anchors(anchor: Path, results: Path) -> dict[tuple[str, str], tuple[int, float]]:
-    """(stage, name) -> (rows, seconds of one unit at the paper's settings, note) from the
-    slice's job times; fit units rescaled from its 3 seeds' fits to 10 with its fit stores'
-    seconds (where those are not at hand, the 3-seed job's seconds, which the note says)."""
-    import pandas as pd
-
-    if not anchor.exists():
-        return {}
-    frame = pd.read_csv(anchor)
-    frame = frame[frame["units"] == 1]
-    out = {}
-    for (stage, entry), group in frame.groupby(["stage", "cost_entry"]):
-        seconds = float(group["seconds"].mean())
-        note = ""
-        if stage == "fit":
-            extra = _slice_fit_seconds(results, entry)
-            if extra is None:  # its fit stores are not here: the job's own seeds only
-                note = "its job of 3 seeds (the fit stores, for 7 more, not at hand)"
-            else:
-                seconds += (UNIT_FITS - extra[1]) * extra[0]
-        out[(stage, entry)] = (int(group["rows"].iloc[0]), seconds, note)
-    return out
-
-
-def _slice_fit_seconds(results: Path, method: str) -> tuple[float, int] | None:
-    """Mean fit + predict seconds per seed of ``method``'s fit stores in the slice's results,
-    and how many seeds each fitted."""
-    import numpy as np
-
-    from postrisk.core.io import open_zarr
-
-    stores = sorted(results.glob(f"fits/**/{method}.zarr")) if results.exists() else []
-    if not stores:
-        return None
-    per_seed, seeds = [], []
-    for store in stores:
-        ds = open_zarr(store)
-        per_seed.append(float(np.nanmean(ds["fit_seconds"].values + ds["predict_seconds"].values)))
-        seeds.append(int(ds.sizes["seed"]))
-    return float(np.mean(per_seed)), int(round(np.mean(seeds)))
-
-
 def _family(stage: str, name: str) -> str | None:
     return next((f for f in FAMILIES.get(stage, ()) if name.startswith(f)), None)
-
-
-def speed_factors(reference: Path, points: list[dict]) -> dict[str, tuple[float, int]]:
-    """date -> (factor, units): how much longer the points' machine took on the reference day
-    (the first date of ``points``) than on that date, the median ratio over the units that
-    ``reference`` (a ``measure --out`` of a few reference units on that date) and ``points``
-    both hold. The machine's speed drifts from day to day; the factor puts a day's points on
-    the reference day's footing."""
-    import statistics
-
-    again = _points(reference)
-    if not again:
-        return {}
-    first = {(p["dataset"], p["stage"], p["name"]): float(p["seconds"]) for p in points
-             if p["date"] == min(q["date"] for q in points)}
-    ratios = [first[k] / float(p["seconds"]) for p in again
-              if (k := (p["dataset"], p["stage"], p["name"])) in first]
-    return {again[0]["date"]: (statistics.median(ratios), len(ratios))} if ratios else {}
 
 
 def fitted_entries(points: list[dict], anchors: dict,
@@ -485,7 +419,7 @@ def print_entries(entries: list[dict]) -> None:
 
 
 def fit_main(args: argparse.Namespace) -> int:
-    points = _points(Path(args.points))
+    points = read_points(Path(args.points))
     if not points:
         print(f"no points in {args.points}: run `measure` first")
         return 1

@@ -81,3 +81,31 @@ def test_the_writer_changes_only_its_entries_and_the_config_validates(tmp_path):
     assert text.count("# measured: 2026-12-03, a machine") == 5
     write_entries(config, entries)
     assert config.read_text() == text
+
+
+def test_a_later_days_points_are_put_on_the_first_days_footing(tmp_path):
+    """Reference units timed again on a faster day give the factor (their median ratio); that
+    day's points are multiplied by it before the fit, and the entry says so."""
+    import csv
+
+    from cost_anchors import speed_factors
+
+    first = [_point("fit", "blr", 863, 10.0), _point("prior", "gp", 863, 40.0),
+             _point("sample", "gp", 863, 3.0)]
+    later = [{**_point("fit", m, r, s), "date": "2026-12-04"}
+             for m, r, s in (("catboost_ps", 863, 50.0), ("catboost_ps", 2760, 60.0),
+                             ("catboost_ps", 6271, 90.0))]
+    reference = tmp_path / "speed.csv"
+    with reference.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(first[0]))
+        writer.writeheader()
+        for p, s in zip(first, (5.0, 20.0, 1.0), strict=True):  # 2x, 2x, 3x faster
+            writer.writerow({**p, "seconds": str(s), "date": "2026-12-04"})
+    speed = speed_factors(reference, first + later)
+    assert speed == {"2026-12-04": (2.0, 3)}
+    entry = next(e for e in fitted_entries(first + later, {}, speed)
+                 if e["name"] == "catboost_ps")
+    predicted = [60 * (entry["curve"]["minutes"] + entry["curve"]["minutes_per_size"]
+                       * (r / 1000) ** entry["curve"]["power"]) for r in (863, 2760, 6271)]
+    assert predicted == pytest.approx([100.0, 120.0, 180.0], rel=0.05)
+    assert "× 2.00 for that day's machine speed" in entry["how"]
