@@ -263,7 +263,12 @@ def test_release_round_trip(smoke, smoke_plan):
     assert manifest["scale"] == cfg["scale"] and manifest["not_shipped"] == []
     assert {f["name"] for f in manifest["files"]} == {
         *(instances_file(d, p) for d, p in pairs), *(dataset_file(d) for d, _ in pairs),
-        "DATA_CARD.md", "CITATION.cff"}
+        "DATA_CARD.md", "CITATION.cff", "instances.csv"}
+    # and the release verifies as packed, its Croissant file beside the manifest
+    from postrisk.release.verify import verify_release
+
+    assert verify_release(workdir / "results/release")[0] == []
+    assert (workdir / "results/release/croissant.json").is_file()
     # what the README's snippets download and print: the README instance's (dataset, prior)
     dataset, prior = SMOKE_KEY.split("/")[:2]
     downloaded = [k for k in keys if k.startswith(f"{dataset}/{prior}/")]
@@ -279,8 +284,8 @@ def test_release_round_trip(smoke, smoke_plan):
                              cwd=user, capture_output=True, text=True, timeout=300,
                              env={**os.environ, "RELEASE_URL": url})
         assert run.returncode == 0, run.stderr[-3000:]
-        # its instances file, its dataset file and the two documents
-        assert "4 file(s) downloaded and verified" in run.stdout
+        # its instances file, its dataset file, the two documents and the instance index
+        assert "5 file(s) downloaded and verified" in run.stdout
         assert str(downloaded[:3]) in run.stdout
         n = training_size(dataset, cfg["sizes"].get("n_cap"))
         assert f"({n}, {spec.d}) ({n},) ({n_eval}, {spec.d})" in run.stdout
