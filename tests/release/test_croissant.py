@@ -65,3 +65,13 @@ def test_the_description_and_citation_come_from_the_data_card_and_cff():
         "title": "A Paper", "year": 2026, "identifiers": [{"type": "other", "value": "arXiv:1"}],
         "authors": [{"given-names": "A", "family-names": "B"}, {"name": "C team"}]}}
     assert citation_text(cff) == "A B, C team (2026) A Paper. arXiv:1."
+
+
+def test_the_context_is_the_standard_one(release):
+    """mlcroissant's command line warns when the JSON-LD context differs from the standard
+    Croissant 1.0 context; ours is that context."""
+    from mlcroissant._src.core.rdf import make_context
+
+    out, _ = release
+    meta = json.loads((out / CROISSANT).read_text())
+    assert meta["@context"] == make_context()

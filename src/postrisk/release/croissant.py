@@ -35,6 +35,7 @@ CONTEXT = {
     "cr": "http://mlcommons.org/croissant/", "rai": "http://mlcommons.org/croissant/RAI/",
     "dct": "http://purl.org/dc/terms/", "citeAs": "cr:citeAs", "column": "cr:column",
     "conformsTo": "dct:conformsTo", "data": {"@id": "cr:data", "@type": "@json"},
+    "equivalentProperty": "cr:equivalentProperty", "samplingRate": "cr:samplingRate",
     "dataType": {"@id": "cr:dataType", "@type": "@vocab"},
     "examples": {"@id": "cr:examples", "@type": "@json"}, "extract": "cr:extract",
     "field": "cr:field", "fileObject": "cr:fileObject", "fileProperty": "cr:fileProperty",
