@@ -259,9 +259,10 @@ def covariates(dataset: Annotated[str, typer.Argument(help="registry name")],
 
 @command("verify-covariates")
 def verify_covariates(datasets: Annotated[list[str] | None, typer.Argument(
-               help="registry names (default: all)")] = None,
-           report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
-           raw_dir: RawDir = None, configfile: ConfigFiles = None) -> int:
+                          help="registry names (default: all)")] = None,
+                      report: Annotated[Path | None, typer.Option(
+                          help="write the JSON report here")] = None,
+                      raw_dir: RawDir = None, configfile: ConfigFiles = None) -> int:
     """Fetch canonical sources and check columns, d and N against the registry (networked)."""
     from postrisk.covariates import verify_covariates
     from postrisk.covariates.registry import registry

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import postrisk
+from postrisk.core.io import open_zarr
 from postrisk.release import embedded
 from postrisk.release.embedded import build_embedded_suite, kept_draws, thin_task
 from postrisk.release.verify import verify_release
@@ -52,7 +53,10 @@ def test_a_thinned_task_keeps_the_oracle_and_rechecks_against_its_draws():
 def test_the_suite_packs_verifies_and_get_task_loads_from_it(stores, tmp_path, monkeypatch):
     root, tasks, _, _ = stores
     (root / "checks").mkdir(exist_ok=True)
-    pd.DataFrame([{**vars(k), "valid": True} for k in KEYS]).to_csv(
+    # the checks' instance table: every instance valid, each BNN row with its max R̂
+    pd.DataFrame([{**vars(k), "valid": True,
+                   "max_rhat": float(open_zarr(tasks[k])["rhat"].max()) if k.prior == "bnn"
+                   else float("nan")} for k in KEYS]).to_csv(
         root / "checks" / "instances.csv", index=False)
     out = tmp_path / "suite"
     # GP thinned to 100 draws; BNN keeps its 200 (4 chains of 50: thinner chains' R̂ would no

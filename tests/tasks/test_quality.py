@@ -4,9 +4,8 @@ computed by hand from its store."""
 
 import numpy as np
 
-from postrisk.tasks.diagnostics import batch_means_mcse_var
+from postrisk.tasks.diagnostics import batch_means_mcse_mean, batch_means_mcse_var
 from postrisk.tasks.quality import (
-    batch_means_mcse_mean,
     quality_record,
     record_differences,
     target_mcse,

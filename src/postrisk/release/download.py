@@ -86,8 +86,7 @@ def select_files(manifest: dict, datasets: str | Iterable[str] | None = None,
                  priors: str | Iterable[str] | None = None) -> list[dict]:
     """The manifest's files of the chosen datasets and priors (None: all): their instance
     files, their datasets' artefact files, the documents and the instance index. Unknown names
-    are an error
-    listing what the release holds."""
+    are an error listing what the release holds."""
     datasets, priors = _as_set(datasets), _as_set(priors)
     files = manifest["files"]
     held = {"dataset": {f["dataset"] for f in files if "dataset" in f},

@@ -23,8 +23,10 @@ import numpy as np
 
 from postrisk.tasks.key import TaskKey
 
-#: Draws kept per instance in the package's suite.
+#: Draws kept per instance in the package's suite; BNN keeps more, so that its 4 chains' R̂
+#: stays the one that decided the seed's validity (a few hundred draws per chain).
 EMBEDDED_DRAWS = 200
+DRAWS_PER_PRIOR = {"gp": EMBEDDED_DRAWS, "hbart": EMBEDDED_DRAWS, "bnn": 500}
 #: The fewest draws per chain a chain keeps (split-R̂ needs 4).
 MIN_PER_CHAIN = 4
 
@@ -98,11 +100,6 @@ def thin_task(ds, draws: int = EMBEDDED_DRAWS):
     return out
 
 
-#: Draws kept per prior: BNN keeps more, so that its 4 chains' R̂ stays the one that decided
-#: the seed's validity (a few hundred draws per chain).
-DRAWS_PER_PRIOR = {"gp": EMBEDDED_DRAWS, "hbart": EMBEDDED_DRAWS, "bnn": 500}
-
-
 def build_embedded_suite(results: str | Path, out: str | Path,
                          draws: dict[str, int] | None = None,
                          documents: tuple[Path, ...] = ()) -> dict:
@@ -118,13 +115,14 @@ def build_embedded_suite(results: str | Path, out: str | Path,
 
     from postrisk.core.io import open_zarr, write_zarr_atomic
     from postrisk.grid.paths import path
-    from postrisk.release.pack import ReleaseInstance, build_release
+    from postrisk.release.pack import build_release, release_instances
 
     results, out = Path(results), Path(out)
     draws = {**DRAWS_PER_PRIOR, **(draws or {})}
     table = pd.read_csv(results / "checks" / "instances.csv")
+    table = table[table["valid"].astype(bool)]
     keys = [TaskKey(r.dataset, r.prior, r.noise, r.coverage, int(r.seed))
-            for r in table[table["valid"].astype(bool)].itertuples()]
+            for r in table.itertuples()]
     if not keys:
         raise ValueError(f"{results}: no valid instance in checks/instances.csv")
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,10 +131,8 @@ def build_embedded_suite(results: str | Path, out: str | Path,
             ds = open_zarr(path("task", str(results), **key.as_dict()))
             stores[key] = write_zarr_atomic(thin_task(ds, draws[key.prior]),
                                             Path(tmp) / f"{key.label.replace('/', '_')}.zarr")
-        rhat = {(k.dataset, k.noise, k.coverage, k.seed): float(open_zarr(s)["rhat"].max())
-                for k, s in stores.items() if k.prior == "bnn"}
-        offered = [ReleaseInstance(k, Path(s), cell_rhat=rhat.get(
-            (k.dataset, k.noise, k.coverage, k.seed))) for k, s in stores.items()]
+        # the release's own rule, its cell R̂ read from the (thinned) BNN stores
+        offered = release_instances(table, stores.__getitem__)
         datasets = sorted({k.dataset for k in keys})
         shutil.rmtree(out, ignore_errors=True)
         return build_release(

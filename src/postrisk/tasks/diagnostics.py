@@ -29,6 +29,17 @@ def covered_central(draws: np.ndarray, f_true: np.ndarray, level: float = 0.9) -
     return (f >= lo) & (f <= hi)
 
 
+def batches(values: np.ndarray, n_batches: int = N_MCSE_BATCHES) -> np.ndarray:
+    """Draws (in chain order) cut into ``n_batches`` equal consecutive batches, shape
+    (n_batches, draws per batch, points); the last draws that do not fill a batch are left
+    out."""
+    values = np.asarray(values)
+    usable = (values.shape[0] // n_batches) * n_batches
+    if usable < 2 * n_batches:
+        raise ValueError(f"need at least {2 * n_batches} draws for batch means")
+    return values[:usable].reshape(n_batches, usable // n_batches, -1)
+
+
 def batch_means_mcse_var(draws: np.ndarray, n_batches: int = N_MCSE_BATCHES) -> np.ndarray:
     """Relative MCSE of the posterior variance by batch means, per point.
 
@@ -37,15 +48,18 @@ def batch_means_mcse_var(draws: np.ndarray, n_batches: int = N_MCSE_BATCHES) -> 
     variance of all draws. Within-chain dependence shows up as spread between batches.
     """
     draws = np.asarray(draws, dtype=float)
-    usable = (draws.shape[0] // n_batches) * n_batches
-    if usable < 2 * n_batches:
-        raise ValueError(f"need at least {2 * n_batches} draws for batch means")
-    batches = draws[:usable].reshape(n_batches, usable // n_batches, -1)
-    batch_var = batches.var(axis=1, ddof=1)
+    batch_var = batches(draws, n_batches).var(axis=1, ddof=1)
     total = draws.var(axis=0, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(total > 0, batch_var.std(axis=0, ddof=1) / np.sqrt(n_batches) / total,
                         0.0)
+
+
+def batch_means_mcse_mean(draws: np.ndarray, n_batches: int = N_MCSE_BATCHES) -> np.ndarray:
+    """Standard error of the posterior mean by batch means, per point: the SD of the batch
+    means / √n_batches (the batches of :func:`batch_means_mcse_var`)."""
+    means = batches(np.asarray(draws, dtype=float), n_batches).mean(axis=1)
+    return means.std(axis=0, ddof=1) / np.sqrt(n_batches)
 
 
 def chain_draws(draws: np.ndarray, chains: int) -> np.ndarray:

@@ -27,6 +27,7 @@ import numpy as np
 from postrisk.tasks.diagnostics import (
     N_MCSE_BATCHES,
     N_RANK_BINS,
+    batch_means_mcse_mean,
     rank_bin_probabilities,
     rank_histogram,
 )
@@ -34,17 +35,6 @@ from postrisk.tasks.validity import RHAT_THRESHOLD
 
 #: The record's layout version (a change of its fields changes it).
 QUALITY_VERSION = 1
-
-
-def batch_means_mcse_mean(draws: np.ndarray, n_batches: int = N_MCSE_BATCHES) -> np.ndarray:
-    """Standard error of the posterior mean by batch means, per point: the SD of the batch
-    means / √n_batches (draws in chain order, cut into ``n_batches`` equal batches)."""
-    draws = np.asarray(draws, dtype=np.float64)
-    usable = (draws.shape[0] // n_batches) * n_batches
-    if usable < 2 * n_batches:
-        raise ValueError(f"need at least {2 * n_batches} draws for batch means")
-    means = draws[:usable].reshape(n_batches, usable // n_batches, -1).mean(axis=1)
-    return means.std(axis=0, ddof=1) / np.sqrt(n_batches)
 
 
 def target_mcse(posterior_var: np.ndarray, mcse_var: np.ndarray, mcse_mean: np.ndarray,

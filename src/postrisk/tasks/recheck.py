@@ -29,6 +29,7 @@ import numpy as np
 from postrisk.tasks.diagnostics import (
     N_MCSE_BATCHES,
     batch_means_mcse_var,
+    batches,
     covered_central,
     rhat_and_ess,
 )
@@ -82,11 +83,10 @@ def mcse_var_allowance(stored: np.ndarray, n_batches: int = N_MCSE_BATCHES) -> n
     between float64 draws and the float32 ``stored`` they round to."""
     d = np.asarray(stored, dtype=np.float64)
     h = rounding_bounds(stored)
-    usable = (d.shape[0] // n_batches) * n_batches
-    m = usable // n_batches
-    batches = d[:usable].reshape(n_batches, m, -1)
-    h_batch = h[:usable].reshape(n_batches, m, -1).max(axis=1)
-    b = batches.var(axis=1, ddof=1)
+    cut = batches(d, n_batches)
+    m = cut.shape[1]
+    h_batch = batches(h, n_batches).max(axis=1)
+    b = cut.var(axis=1, ddof=1)
     db = (2 * h_batch * np.sqrt(m * (m - 1) * b) + m * h_batch**2) / (m - 1)
     n = d.shape[0]
     h_all = h.max(axis=0)

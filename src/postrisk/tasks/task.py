@@ -131,7 +131,8 @@ class Task:
         store's draws (:func:`postrisk.tasks.quality.target_mcse`): ``posterior_variance`` and
         ``posterior_excess_risk`` of the prediction ``pred_mean`` (None: at the posterior
         mean)."""
-        from postrisk.tasks.quality import batch_means_mcse_mean, target_mcse
+        from postrisk.tasks.diagnostics import batch_means_mcse_mean
+        from postrisk.tasks.quality import target_mcse
 
         return target_mcse(self.posterior_var, self.ds["mcse_var"].values,
                            batch_means_mcse_mean(self.posterior_draws), pred_mean,
