@@ -16,6 +16,10 @@ workflow's outputs alone, and to measure how far two runs of the same code diffe
 * ``--rename OLD=NEW`` (repeatable): a name the change renamed on purpose. In tree A, a CSV
   column, a JSON key or an attribute's JSON key named OLD, and a CSV cell, JSON value or
   attribute whose whole text is OLD, are read as NEW before comparing.
+* ``--added GLOB`` (repeatable): what the change added on purpose, leaving everything else as
+  it was. In tree B, a file, a CSV column or a JSON list entry whose name matches GLOB, and a
+  CSV row with a cell matching GLOB (in a column none of whose cells in A match it), are set
+  aside before comparing and counted as additions, not differences.
 
 Prints one line per difference and a summary; exits 1 if anything differs beyond the stated
 tolerances, 0 otherwise. Run-to-run differences of one code version (measure them first) are the
@@ -135,9 +139,32 @@ def _read_csv(path: Path) -> pd.DataFrame:
     return frame.drop(columns=[c for c in frame.columns if c in TIMING_COLUMNS])
 
 
+def _matches(value, patterns: list[str]) -> bool:
+    return isinstance(value, str) and any(fnmatch.fnmatchcase(value, p) for p in patterns)
+
+
+def set_aside_csv(a: pd.DataFrame, b: pd.DataFrame, added: list[str]
+                  ) -> tuple[pd.DataFrame, int, int]:
+    """``b`` without its added columns and rows (see ``--added``), and how many of each."""
+    columns = [c for c in b.columns if c not in a.columns and _matches(c, added)]
+    b = b.drop(columns=columns)
+    new_rows = pd.Series(False, index=b.index)
+    for column in b.columns:
+        if b[column].dtype == object and column in a.columns and not \
+                a[column].map(lambda v: _matches(v, added)).any():
+            new_rows |= b[column].map(lambda v: _matches(v, added))
+    return b[~new_rows].reset_index(drop=True), len(columns), int(new_rows.sum())
+
+
 def compare_csv(path_a: Path, path_b: Path, rho_tol: dict[str, float],
-                renames: dict[str, str] | None = None) -> list[str]:
+                renames: dict[str, str] | None = None, added: list[str] | None = None,
+                tally: dict[str, int] | None = None) -> list[str]:
     a, b = _read_csv(path_a), _read_csv(path_b)
+    if added:
+        b, n_columns, n_rows = set_aside_csv(a, b, added)
+        if tally is not None:
+            tally["columns"] += n_columns
+            tally["rows"] += n_rows
     if renames:
         a = a.rename(columns=renames)
         for column in a.columns:
@@ -171,10 +198,21 @@ def compare_csv(path_a: Path, path_b: Path, rho_tol: dict[str, float],
     return problems
 
 
-def compare_json(path_a: Path, path_b: Path, renames: dict[str, str] | None = None
-                 ) -> list[str]:
+def _without_added(value, added: list[str]):
+    """A JSON value without the list entries whose text matches ``added`` (recursively)."""
+    if isinstance(value, dict):
+        return {k: _without_added(v, added) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_added(v, added) for v in value if not _matches(v, added)]
+    return value
+
+
+def compare_json(path_a: Path, path_b: Path, renames: dict[str, str] | None = None,
+                 added: list[str] | None = None) -> list[str]:
     a = _strip(json.loads(path_a.read_text()), renames)
     b = _strip(json.loads(path_b.read_text()))
+    if added:
+        b = _without_added(b, added)
     if a == b:
         return []
     if isinstance(a, dict) and isinstance(b, dict):
@@ -200,11 +238,17 @@ def files(root: Path) -> dict[str, Path]:
 
 
 def compare(root_a: Path, root_b: Path, tolerances: list[tuple[str, float]],
-            rho_tol: dict[str, float], renames: dict[str, str] | None = None
+            rho_tol: dict[str, float], renames: dict[str, str] | None = None,
+            added: list[str] | None = None, tally: dict[str, int] | None = None
             ) -> tuple[int, list[str]]:
+    added = added or []
+    tally = {"files": 0, "columns": 0, "rows": 0} if tally is None else tally
     fa, fb = files(root_a), files(root_b)
     lines = []
     for rel in sorted(set(fa) ^ set(fb)):
+        if rel in fb and _matches(Path(rel).stem, added):
+            tally["files"] += 1
+            continue
         lines.append(f"{rel}: only in {'A' if rel in fa else 'B'}")
     checked = 0
     for rel in sorted(set(fa) & set(fb)):
@@ -212,9 +256,9 @@ def compare(root_a: Path, root_b: Path, tolerances: list[tuple[str, float]],
         if rel.endswith(".zarr"):
             problems = compare_store(fa[rel], fb[rel], _tolerance(rel, tolerances), renames)
         elif rel.endswith(".csv"):
-            problems = compare_csv(fa[rel], fb[rel], rho_tol, renames)
+            problems = compare_csv(fa[rel], fb[rel], rho_tol, renames, added, tally)
         else:
-            problems = compare_json(fa[rel], fb[rel], renames)
+            problems = compare_json(fa[rel], fb[rel], renames, added)
         lines += [f"{rel}: {p}" for p in problems]
     return checked, lines
 
@@ -239,12 +283,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="METHOD=ATOL: absolute tolerance in that method's CSV rows")
     parser.add_argument("--rename", action="append", default=[],
                         help="OLD=NEW: a name renamed on purpose (read as NEW in tree A)")
+    parser.add_argument("--added", action="append", default=[],
+                        help="GLOB: files, columns and rows tree B added on purpose")
     args = parser.parse_args(argv)
     renames = dict(_pairs(args.rename, str))
+    tally = {"files": 0, "columns": 0, "rows": 0}
     checked, lines = compare(args.results_a, args.results_b, _pairs(args.tolerance, float),
-                             dict(_pairs(args.rho_tolerance, float)), renames)
+                             dict(_pairs(args.rho_tolerance, float)), renames, args.added,
+                             tally)
     for line in lines:
         print(line)
+    if args.added:
+        print(f"set aside as additions in B: {tally['files']} file(s), {tally['columns']} "
+              f"column(s), {tally['rows']} row(s)")
     print(f"compared {checked} files: "
           + ("identical within the stated tolerances" if not lines
              else f"{len(lines)} difference(s)"))

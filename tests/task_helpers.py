@@ -17,19 +17,20 @@ def _shells(x: np.ndarray) -> np.ndarray:
 
 
 def gp_task(n: int = 80, m: int = 40, d: int = 2, seed: int = 5,
-            key: dict | None = None) -> Task:
+            key: dict | None = None, draws: int = 4, noise_slope: float = 0.3) -> Task:
     """A small heteroscedastic GP-prior task store, built in memory (exact reference posterior;
-    the posterior draws are only there to satisfy the store contract). ``key``: instance-key
-    fields (dataset, prior, noise, coverage, seed) to record instead of the defaults."""
+    the ``draws`` posterior draws, from it, are only there to satisfy the store contract unless
+    ``key`` names a sampled prior). ``key``: instance-key fields (dataset, prior, noise,
+    coverage, seed) to record instead of the defaults. The noise variance is 0.05 +
+    ``noise_slope`` · x₀² (0: homoscedastic)."""
     rng = np.random.default_rng(seed)
     kernel = Kernel(("matern32",), {"matern32": {"weight": 1.0, "lengthscale": [0.4] * d}})
     a = 1.3
     x = rng.uniform(size=(n + m, d))
     f = sample_prior(kernel, a, x, rng)[0]
-    noise_var = 0.05 + 0.3 * x[:, 0] ** 2
+    noise_var = 0.05 + noise_slope * x[:, 0] ** 2
     y = f[:n] + np.sqrt(noise_var[:n]) * rng.standard_normal(n)
     mean, var = posterior_moments(kernel, a, x[:n], y, noise_var[:n], x[n:])
-    draws = 4
     attrs = {"schema_version": TASK_SCHEMA_VERSION, "store_kind": "task", "dataset": "toy",
              "prior": "gp", "noise": "bump", "coverage": "random", "seed": 3, "a": a,
              "noise_model": "{}", "n": n, "n_eval": m,

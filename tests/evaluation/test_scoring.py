@@ -12,8 +12,14 @@ from postrisk.evaluation.reference_rows import (
     knn_prediction,
     mahalanobis_prediction,
 )
-from postrisk.evaluation.scoring import METRICS, reference_predictions, score_prediction
+from postrisk.evaluation.scoring import (
+    METRICS,
+    PAPER_METRICS,
+    reference_predictions,
+    score_prediction,
+)
 from postrisk.methods.interface import Prediction
+from postrisk.tasks.oracle import LOSS_EU_TARGETS, ReferencePredictive
 from tests.task_helpers import gp_task
 
 
@@ -89,3 +95,79 @@ def test_mahalanobis_distance_by_hand():
     eu2 = mahalanobis_prediction(x * [1, 1e-3, 1], y, query * [1, 1e-3, 1]).epistemic_var
     np.testing.assert_allclose(eu, eu2, rtol=1e-9)
     assert knn_prediction(x, y, query).epistemic_var.shape == (3,)
+
+
+# -- the EU targets under the CRPS and the log score (additions) ------------------------------
+LOSS_SCORES = [f"spearman_eu_{t}" for t in LOSS_EU_TARGETS]
+
+
+def test_loss_targets_are_additions_kept_out_of_the_papers_columns():
+    for t in LOSS_EU_TARGETS:
+        for stem in ("spearman_eu", "delta_ent", "rho_eu_au_true"):
+            assert METRICS[f"{stem}_{t}"].addition
+            assert f"{stem}_{t}" not in PAPER_METRICS
+    assert not any(metric.addition for metric in PAPER_METRICS.values())
+
+
+def test_oracle_has_no_deployment_gap_under_any_loss(task):
+    """The GP oracle row's predictive is the reference predictive: its excess risk under each
+    loss is the generalized variance, so the two scores agree."""
+    scores = score_prediction(task, reference_predictions(task)["oracle"])
+    for loss in ("crps", "log_score"):
+        assert scores[f"spearman_eu_{loss}_posterior_excess_risk"] == pytest.approx(
+            scores[f"spearman_eu_{loss}_generalized_variance"])
+        assert scores[f"delta_ent_{loss}_posterior_excess_risk"] is not None
+
+
+def test_under_homoscedastic_noise_every_target_ranks_as_the_posterior_variance():
+    task = gp_task(n=80, m=100, seed=4, noise_slope=0.0)
+    scores = score_prediction(task, reference_predictions(task)["oracle"])
+    for column in LOSS_SCORES:
+        assert scores[column] == pytest.approx(1.0), column
+    # a method whose mean is off: its excess risks are no longer its variance's ranking
+    pred = reference_predictions(task)["oracle"]
+    rng = np.random.default_rng(0)
+    shifted = Prediction(pred.mean + rng.normal(scale=0.5, size=pred.mean.size),
+                         pred.aleatoric_var, pred.epistemic_var)
+    scores = score_prediction(task, shifted)
+    assert scores["spearman_eu_crps_posterior_excess_risk"] < 0.9
+    assert scores["spearman_eu_crps_generalized_variance"] == pytest.approx(1.0)
+
+
+def test_distance_rows_have_generalized_variances_only(task):
+    preds = reference_predictions(task)
+    for row in DISTANCE_ROWS:
+        scores = score_prediction(task, preds[row], eu_is_variance=False)
+        for loss in ("crps", "log_score"):
+            assert scores[f"spearman_eu_{loss}_posterior_excess_risk"] is None
+            assert scores[f"delta_ent_{loss}_posterior_excess_risk"] is None
+            assert scores[f"spearman_eu_{loss}_generalized_variance"] is not None
+
+
+def test_a_sampled_posterior_scores_from_the_mixture_of_its_draws():
+    """The same data as a sampled-prior instance: the targets come from the mixture of its
+    draws, which, drawn from the exact posterior, meet the closed forms to their Monte Carlo
+    error."""
+    exact = gp_task(n=60, m=50, seed=6, draws=3000)
+    sampled = gp_task(n=60, m=50, seed=6, draws=3000, key={"prior": "hbart"})
+    assert exact.reference_predictive.draws is None
+    assert sampled.reference_predictive.draws is not None
+    pred = reference_predictions(exact)["oracle"]
+    rng = np.random.default_rng(1)
+    mean = pred.mean + rng.normal(scale=0.3, size=pred.mean.size)
+    var = pred.aleatoric_var + rng.uniform(0.5, 2.0, size=pred.mean.size) * pred.epistemic_var
+    closed = exact.loss_eu_targets(mean, var)
+    mixture = sampled.loss_eu_targets(mean, var)
+    for name in LOSS_EU_TARGETS:  # within ~4 standard errors of 3,000 draws' moments
+        np.testing.assert_allclose(mixture[name], closed[name], rtol=0.1, err_msg=name)
+    # at the draws' own moments the finite mixture is all but Gaussian; the log score's excess
+    # risk needs only the moments, so it is the closed form to rounding
+    draws = sampled.posterior_draws.astype(np.float64)
+    own = ReferencePredictive.gaussian(draws.mean(0), draws.var(0),
+                                       sampled.noise_var_eval).eu_targets(mean, var)
+    np.testing.assert_allclose(mixture["log_score_posterior_excess_risk"],
+                               own["log_score_posterior_excess_risk"], rtol=1e-12)
+    np.testing.assert_allclose(mixture["log_score_generalized_variance"],
+                               own["log_score_generalized_variance"], rtol=0.005)
+    for name in ("crps_posterior_excess_risk", "crps_generalized_variance"):
+        np.testing.assert_allclose(mixture[name], own[name], rtol=0.01, err_msg=name)

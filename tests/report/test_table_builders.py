@@ -77,3 +77,67 @@ def test_ablations_stay_out_of_the_method_tables(tables):
         methods = set(tables[name]["method"])
         assert "nn_ens" in methods or name != "table8"
         assert not methods & {"nn_ens_natural_head", "vlgp_plug_in_au"}, name
+
+
+# -- the EU targets under the CRPS and the log score: additions beside the paper's ------------
+def _with_additions(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    out = frame.copy()
+    for column, metric in METRICS.items():
+        if metric.addition:
+            out[column] = rng.uniform(-1, 1, size=len(out))
+    return out
+
+
+def test_additions_leave_the_papers_tables_alone():
+    """The paper's tables, bootstrap intervals included, are the same whatever the additions'
+    columns hold: they are built before the additions' table on the one stream."""
+    plain = {t.name: t.frame for t in build_tables(_scores(), np.random.default_rng(0),
+                                                     n_boot=50)}
+    added = {t.name: t.frame for t in build_tables(_with_additions(_scores(),
+                                                                   np.random.default_rng(1)),
+                                                     np.random.default_rng(0), n_boot=50)}
+    assert list(plain) == list(added) and list(plain)[-1] == "loss_targets"
+    for name in plain:
+        if name not in ("loss_targets", "metrics_long"):
+            pd.testing.assert_frame_equal(plain[name], added[name], obj=name)
+    def paper_rows(long):
+        return long[~long["metric"].map(lambda m: METRICS[m].addition)].reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(paper_rows(added["metrics_long"]),
+                                  paper_rows(plain["metrics_long"]))
+
+
+def test_loss_targets_rank_the_methods_per_loss_by_hand():
+    """Three methods on three datasets: squared loss ranks a > b > c, the CRPS ranks them the
+    other way round (τ = −1), the log score as squared loss (τ = 1)."""
+    rows = []
+    value = {"a": 0.9, "b": 0.5, "c": 0.1}
+    for dataset in ("d1", "d2", "d3"):
+        for method, rho in value.items():
+            rows.append({"dataset": dataset, "prior": "gp", "noise": "bump",
+                         "coverage": "balanced", "seed": 0, "heteroscedastic": True,
+                         "method": method, "kind": "method", "status": "ok",
+                         "spearman_eu_posterior_excess_risk": rho,
+                         "spearman_eu_posterior_variance": rho,
+                         "spearman_eu_crps_posterior_excess_risk": 1 - rho,
+                         "spearman_eu_crps_generalized_variance": 1 - rho,
+                         "spearman_eu_log_score_posterior_excess_risk": rho / 2,
+                         "spearman_eu_log_score_generalized_variance": rho / 2})
+    frame = pd.DataFrame(rows)
+    for column in METRICS:
+        if column not in frame:
+            frame[column] = np.nan
+    table = {t.name: t.frame for t in build_tables(frame, np.random.default_rng(0),
+                                                   n_boot=20)}["loss_targets"]
+    rho = table[table["statistic"] == "rho"].set_index(["loss", "eu_target", "method"])
+    for target in ("posterior_excess_risk", "generalized_variance"):
+        assert rho.loc[("squared", target, "a"), "rank"] == 1
+        assert rho.loc[("crps", target, "a"), "rank"] == 3
+        assert rho.loc[("crps", target, "c"), "mean"] == pytest.approx(0.9)
+        assert rho.loc[("crps", target, "a"), "kendall_tau_vs_squared"] == pytest.approx(-1)
+        assert rho.loc[("log_score", target, "b"), "kendall_tau_vs_squared"] == pytest.approx(1)
+        assert rho.loc[("log_score", target, "b"), "mean"] == pytest.approx(0.25)
+    assert not table.loc[table["loss"] == "squared", "addition"].any()
+    assert table.loc[table["loss"] != "squared", "addition"].all()
+    # three datasets: an interval over datasets
+    assert rho["ci_low"].notna().all()

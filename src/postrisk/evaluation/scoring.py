@@ -7,9 +7,11 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from postrisk.evaluation.agreement import kendalls_tau
 from postrisk.evaluation.metrics import (
     EU_TARGETS,
     auroc,
+    delta_ent,
     score_instance,
     spearman,
 )
@@ -33,6 +35,7 @@ from postrisk.evaluation.selective import aurc, aurec
 from postrisk.evaluation.tables import mean_table
 from postrisk.methods.interface import Prediction
 from postrisk.methods.records import FitRecord
+from postrisk.tasks.oracle import LOSS_EU_TARGETS, LOSSES
 from postrisk.tasks.task import Task
 
 #: The EU targets of the risk–regret–coverage metrics (E* in A* + E*): the two excess risks.
@@ -47,14 +50,17 @@ class Metric(NamedTuple):
     """What a score column is: its framework, which direction is better ("higher", "lower",
     "zero" — Δ_ent: the truth's own coupling is the goal — or "target 0.9"), a description,
     whether it is averaged over the heteroscedastic noise modes only (a score of the AU, or of
-    the coupling of EU and AU: under homoscedastic noise the true AU is constant), and for a
-    headline column (:data:`HEADLINE`), its short heading in a narrow table."""
+    the coupling of EU and AU: under homoscedastic noise the true AU is constant), for a
+    headline column (:data:`HEADLINE`) its short heading in a narrow table, and whether it is
+    an addition to the paper's scores (the targets under the CRPS and the log score: the
+    paper's tables and their means leave these out; their own table shows them)."""
 
     framework: str
     better: str
     description: str
     heteroscedastic_only: bool = False
     label: str = ""
+    addition: bool = False
 
 
 #: Every per-instance score column: name → :class:`Metric`.
@@ -103,6 +109,15 @@ for _t in SELECTIVE_TARGETS:
     METRICS[f"pareto_gap_{_t}_normalised"] = Metric(
         "risk-regret", "lower", f"Pareto gap on normalised axes; E* = {_t}")
 
+for _t in LOSS_EU_TARGETS:
+    METRICS[f"spearman_eu_{_t}"] = Metric("rank", "higher", f"Spearman ρ(ÊU, {_t})",
+                                          addition=True)
+    METRICS[f"delta_ent_{_t}"] = Metric("entanglement", "zero",
+                                        f"Δ_ent = ρ(ÊU, ÂU) − ρ({_t}, σ²_ε)", True,
+                                        addition=True)
+    METRICS[f"rho_eu_au_true_{_t}"] = Metric("entanglement", "zero",
+                                             f"ρ({_t}, σ²_ε) (the truth)", True, addition=True)
+
 _HEADINGS = (("spearman_eu_posterior_excess_risk", "ρ(EU, post. excess risk)"),
              ("spearman_au", "ρ(AU, σ²_ε)"), ("delta_ent_posterior_excess_risk", "Δ_ent"),
              ("nll", "E[NLL]"), ("coverage90", "cov90"))
@@ -113,6 +128,8 @@ for _name, _label in _HEADINGS:
 HEADLINE = tuple(name for name, _ in _HEADINGS)
 
 SCORE_COLUMNS = list(METRICS)
+#: The score columns the paper's tables are built from (every column but the additions).
+PAPER_METRICS = {name: metric for name, metric in METRICS.items() if not metric.addition}
 
 
 def _none_if_nan(value) -> float | None:
@@ -148,6 +165,25 @@ def predictive_scores(prediction: Prediction, f_true, noise_var) -> dict[str, fl
                                                       level=INTERVAL_LEVEL))),
         "width90": float(np.mean(interval_width(var, level=INTERVAL_LEVEL))),
     }
+
+
+def loss_target_scores(task: Task, prediction: Prediction, eu_hat, au_hat, au_true, *,
+                       eu_is_variance: bool = True) -> dict[str, float | None]:
+    """ρ(ÊU, EU*), ρ(EU*, σ²_ε) and Δ_ent for the EU targets under the CRPS and the log score
+    (:data:`~postrisk.tasks.oracle.LOSS_EU_TARGETS`) of the predictive N(mean, ÂU + ÊU); the
+    excess risks are not applicable without a predictive variance (a distance EU, or a zero
+    total variance)."""
+    var = prediction.aleatoric_var + prediction.epistemic_var
+    usable = eu_is_variance and bool(np.all(var > 0))
+    targets = task.loss_eu_targets(prediction.mean, var if usable else None)
+    out: dict[str, float | None] = {}
+    for name, target in targets.items():
+        applicable = bool(np.all(np.isfinite(target)))
+        out[f"spearman_eu_{name}"] = spearman(eu_hat, target) if applicable else None
+        out[f"rho_eu_au_true_{name}"] = spearman(target, au_true) if applicable else None
+        out[f"delta_ent_{name}"] = (delta_ent(eu_hat, au_hat, target, au_true) if applicable
+                                    else None)
+    return out
 
 
 def selective_scores(au_hat, eu_hat, au_true, eu_true: dict[str, np.ndarray]
@@ -193,6 +229,8 @@ def score_prediction(task: Task, prediction: Prediction, *, eu_is_variance: bool
     else:
         scores.update(dict.fromkeys(("rmse", "nll", "crps", "coverage90", "width90")))
     scores.update(selective_scores(au_hat, eu_hat, au_true, targets))
+    scores.update(loss_target_scores(task, prediction, eu_hat, au_hat, au_true,
+                                     eu_is_variance=eu_is_variance))
     return {k: scores.get(k) for k in SCORE_COLUMNS}
 
 
@@ -256,11 +294,56 @@ def aggregate_scores(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataF
 
 def aggregate_metrics(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     """Every score column's mean per method (the rank metrics as in :func:`aggregate_scores`),
-    with intervals: the table behind the predictive, risk–regret and per-shell results."""
-    hetero = [name for name, metric in METRICS.items() if metric.heteroscedastic_only]
-    return mean_table(scores, {m: m for m in METRICS}, rng, heteroscedastic_only=hetero)
+    with intervals: the table behind the predictive, risk–regret and per-shell results (the
+    paper's columns; the additions have :func:`aggregate_loss_targets`)."""
+    hetero = [name for name, metric in PAPER_METRICS.items() if metric.heteroscedastic_only]
+    return mean_table(scores, {m: m for m in PAPER_METRICS}, rng, heteroscedastic_only=hetero)
 
 
-__all__ = ["HEADLINE", "METRICS", "REFERENCE_ROWS", "SCORE_COLUMNS", "Metric",
-           "aggregate_metrics", "aggregate_scores", "reference_predictions", "score_condition",
+#: Each loss's two EU targets, as score-column stems: the squared loss's (the paper's) first.
+LOSS_TARGETS = {"squared": {"posterior_excess_risk": "posterior_excess_risk",
+                            "generalized_variance": "posterior_variance"},
+                **{loss: {"posterior_excess_risk": f"{loss}_posterior_excess_risk",
+                          "generalized_variance": f"{loss}_generalized_variance"}
+                   for loss in LOSSES}}
+
+
+def aggregate_loss_targets(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """Mean ρ(ÊU, EU*) and Δ_ent per method for each loss's posterior excess risk and
+    generalized variance (squared loss: the paper's targets; CRPS and log score: additions,
+    marked ``addition``), with intervals as in :func:`aggregate_scores`, each method's rank
+    among the fitted methods by mean ρ (1 = best) per loss and target, and Kendall's τ between
+    that ranking and the squared loss's."""
+    columns, where = {}, {}
+    for loss, targets in LOSS_TARGETS.items():
+        for target, stem in targets.items():
+            for statistic in ("spearman_eu", "delta_ent"):
+                label = f"{statistic}_{stem}"
+                columns[label] = label
+                where[label] = (loss, target, "rho" if statistic == "spearman_eu"
+                                else statistic)
+    hetero = [c for c in columns if c.startswith("delta_ent_")]
+    table = mean_table(scores, columns, rng, heteroscedastic_only=hetero)
+    table[["loss", "eu_target", "statistic"]] = pd.DataFrame(
+        table["target"].map(where).tolist(), index=table.index)
+    table["addition"] = table["loss"] != "squared"
+    fitted = (table["kind"] == "method") & (table["statistic"] == "rho")
+    table["rank"] = (table[fitted].groupby(["loss", "eu_target"])["mean"]
+                     .rank(ascending=False, method="average"))
+    table["kendall_tau_vs_squared"] = np.nan
+    for (_loss, target), group in table[fitted].groupby(["loss", "eu_target"]):
+        base = table[fitted & (table["loss"] == "squared") & (table["eu_target"] == target)]
+        paired = group.merge(base[["method", "mean"]], on="method", suffixes=("", "_sq"))
+        paired = paired.dropna(subset=["mean", "mean_sq"])
+        tau = kendalls_tau(paired["mean"], paired["mean_sq"]) if len(paired) > 1 else None
+        table.loc[group.index, "kendall_tau_vs_squared"] = np.nan if tau is None else tau
+    order = ["method", "kind", "loss", "eu_target", "statistic", "addition", "mean", "ci_low",
+             "ci_high", "rank", "kendall_tau_vs_squared", "n_applicable", "n_instances",
+             "n_datasets", "failed_fits"]
+    return table[order]
+
+
+__all__ = ["HEADLINE", "LOSS_TARGETS", "METRICS", "PAPER_METRICS", "REFERENCE_ROWS",
+           "SCORE_COLUMNS", "Metric", "aggregate_loss_targets", "aggregate_metrics",
+           "aggregate_scores", "reference_predictions", "score_condition",
            "score_prediction"]

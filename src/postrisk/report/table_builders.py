@@ -22,6 +22,7 @@ from postrisk.evaluation.paper import paper_text, paper_value
 from postrisk.evaluation.scoring import (
     METRICS,
     SCORE_COLUMNS,
+    aggregate_loss_targets,
     aggregate_metrics,
     aggregate_scores,
 )
@@ -98,6 +99,17 @@ def mean_rho(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
 
 def metric_means(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
     return _named(aggregate_metrics(inputs.scores, rng))
+
+
+def loss_targets(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
+    """Mean ρ(ÊU, EU*) and Δ_ent with each loss's EU targets, squared loss (the paper's) beside
+    the CRPS and the log score (additions, App. A.3/A.4), with the rankings they give."""
+    table = _named(aggregate_loss_targets(inputs.scores, rng))
+    quoted = ((table["loss"] == "squared") & (table["eu_target"] == "posterior_excess_risk")
+              & (table["statistic"] == "rho"))
+    table["paper_mean"] = [_paper_rho(m, "eu_posterior_excess_risk") if q else None
+                           for m, q in zip(table["method"], quoted, strict=True)]
+    return table
 
 
 def table7(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:

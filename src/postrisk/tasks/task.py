@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +126,25 @@ class Task:
     def eu_targets(self, pred_mean: np.ndarray) -> dict[str, np.ndarray]:
         return oracle.eu_targets(pred_mean, self.posterior_mean, self.posterior_var,
                                  self.f_true_eval)
+
+    @cached_property
+    def reference_predictive(self) -> oracle.ReferencePredictive:
+        """The reference posterior predictive at the evaluation points, for the CRPS and
+        log-score targets: Gaussian where the prior's posterior is exact (GP), else the mixture
+        of the stored draws (computed once per task object)."""
+        from postrisk.priors.base import PRIOR_ENTRIES
+
+        if PRIOR_ENTRIES[self.ds.attrs["prior"]].posterior == "exact":
+            return oracle.ReferencePredictive.gaussian(self.posterior_mean, self.posterior_var,
+                                                       self.noise_var_eval)
+        return oracle.ReferencePredictive.mixture(self.posterior_draws, self.noise_var_eval)
+
+    def loss_eu_targets(self, pred_mean: np.ndarray,
+                        pred_var: np.ndarray | None) -> dict[str, np.ndarray]:
+        """The EU targets under the CRPS and the log score (:data:`oracle.LOSS_EU_TARGETS`) of
+        the predictive N(``pred_mean``, ``pred_var``); ``pred_var`` None: the generalized
+        variances only (the excess risks NaN)."""
+        return self.reference_predictive.eu_targets(pred_mean, pred_var)
 
     def target_mcse(self, pred_mean: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Per evaluation point, the Monte-Carlo standard error of the oracle targets from this
