@@ -25,6 +25,14 @@ rule valid_seeds:
         "../scripts/valid_seeds.py"
 
 
+# The BNN-first pass (docs/design.md, "Seeds"): every cell's seed selection and what it needs
+# (the BNN instances), nothing else. Run `snakemake seed_selections` before the grid: the next
+# invocation plans the GP and HBART posteriors on each cell's valid seeds only.
+rule seed_selections:
+    input:
+        [unit.out for unit in PLANNER.units["valid_seeds"]],
+
+
 #: Table 4's rows: the datasets of the run's conditions, each with its covariate store, and the
 #: GP prior file of those with a GP condition (the kernel).
 TABLE4_DATASETS = PLANNER.artefact_values()["dataset"]

@@ -67,8 +67,10 @@ onstart:
 
 # The planner (postrisk.grid.planner): the conditions, the seed policy, every stage's units of
 # work, the rules and jobs that run them, and the catalogue's files, computed once. Batchable
-# stages (sample, posterior, fit) get one rule per output shape; the others one rule each.
-PLANNER = grid.Planner(config)
+# stages (sample, posterior, fit) get one rule per output shape; the others one rule each. The
+# seed selections an earlier invocation wrote (rule seed_selections) restrict the GP and HBART
+# posteriors to the valid seeds.
+PLANNER = grid.Planner(config, grid.known_selections(config))
 GROUPED = {stage: PLANNER.stage_rules(stage) for stage in grid.UNIT_KEYS}
 SIMPLE = {stage: PLANNER.rule(stage) for stage in grid.STAGES if stage not in GROUPED}
 # The job table lives as long as the run: keep its objects out of the garbage collector's scans

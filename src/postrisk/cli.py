@@ -140,17 +140,22 @@ def task(key: Annotated[str, typer.Argument(help="dataset/prior/noise/coverage/s
 @command()
 def plan(configfiles: Annotated[list[Path] | None, typer.Argument(
         help="config files merged in order over ./config.yaml (or over the packaged defaults "
-             "where there is none), as --configfile is; none: config.yaml alone")] = None
-         ) -> int:
+             "where there is none), as --configfile is; none: config.yaml alone")] = None,
+         single_pass: Annotated[bool, typer.Option(
+             "--single-pass", help="the grid run in one invocation, without the BNN-first "
+                                   "pass (GP and HBART posteriors on every candidate seed)")]
+         = False) -> int:
     """The jobs of a configuration, what each asks of a cluster and the estimate behind it, on
-    GPUs and on a CPU-only cluster, beside the fit compute the paper reports. The config files
-    named are merged over config.yaml, not used instead of it (a file setting one key keeps
-    every other key of config.yaml)."""
+    GPUs and on a CPU-only cluster, beside the fit compute the paper reports: the grid run as
+    the README runs it, the BNN-first pass then the rest. The config files named are merged
+    over config.yaml, not used instead of it (a file setting one key keeps every other key of
+    config.yaml)."""
     from postrisk import grid
     from postrisk.evaluation.paper import reported_fit_hours
 
     cfg = _config(configfiles)
-    typer.echo(grid.plan_report(cfg, paper_fit_hours=reported_fit_hours()))
+    typer.echo(grid.plan_report(cfg, paper_fit_hours=reported_fit_hours(),
+                                bnn_first=not single_pass))
     return 0
 
 

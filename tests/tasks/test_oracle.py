@@ -80,8 +80,9 @@ def test_mixture_entropies_equal_brute_force():
             return -p * np.log(p) if p > 0 else 0.0
 
         value, _ = integrate.quad(integrand, f_draws[:, i].min() - 12 * sd,
-                                  f_draws[:, i].max() + 12 * sd, limit=500, epsabs=1e-13)
-        assert entropy[i] == pytest.approx(value, rel=1e-9)
+                                  f_draws[:, i].max() + 12 * sd, limit=1000, epsabs=1e-14,
+                                  epsrel=1e-13)
+        assert entropy[i] == pytest.approx(value, rel=1e-11)
 
 
 def test_mixture_decompositions_equal_monte_carlo_risks():

@@ -65,7 +65,13 @@ from postrisk.grid.plan import (
     study_output_lines,
 )
 from postrisk.grid.planner import Planner
-from postrisk.grid.seeds import SeedPolicy, condition_seeds, task_seeds
+from postrisk.grid.seeds import (
+    SeedPolicy,
+    assumed_selections,
+    condition_seeds,
+    known_selections,
+    task_seeds,
+)
 from postrisk.grid.stages import STAGES, UNIT_KEYS
 from postrisk.grid.units import (
     CovariatesUnit,
@@ -87,12 +93,13 @@ __all__ = [
     "ConfigError", "CovariatesUnit", "DisentanglementUnit", "FitUnit", "Job", "METHODS",
     "NOISE_MODES", "PRIORS", "Planner", "PosteriorUnit", "PriorUnit", "RESULTS", "Resources",
     "RulePlan", "STAGES", "SampleUnit", "ScoreUnit", "SeedPolicy", "StageRule", "TEMPLATES",
-    "UNIT_KEYS", "ValidSeedsUnit", "artefact", "benchmark_path", "condition_methods",
-    "condition_seeds", "conditions", "config_schema", "covariate_datasets", "covariates_unit",
-    "deep_merge", "default_config_path", "disentanglement_units", "env_family", "figure_files",
-    "fits_method", "guard_message", "implemented_conditions", "implemented_methods",
-    "implemented_priors", "is_tuned", "load_config", "log_path", "n_instances", "output_lines",
-    "path", "plan", "plan_report", "plan_table", "plan_totals", "read_config", "read_layers",
-    "rule_name", "scenarios", "stage_artefacts", "study_output_lines", "task_seeds",
-    "training_size", "tuned_methods", "unit_paths", "validate_config",
+    "UNIT_KEYS", "ValidSeedsUnit", "artefact", "assumed_selections", "benchmark_path",
+    "condition_methods", "condition_seeds", "conditions", "config_schema", "covariate_datasets",
+    "covariates_unit", "deep_merge", "default_config_path", "disentanglement_units", "env_family",
+    "figure_files", "fits_method", "guard_message", "implemented_conditions",
+    "implemented_methods", "implemented_priors", "is_tuned", "known_selections", "load_config",
+    "log_path", "n_instances", "output_lines", "path", "plan", "plan_report", "plan_table",
+    "plan_totals", "read_config", "read_layers", "rule_name", "scenarios", "stage_artefacts",
+    "study_output_lines", "task_seeds", "training_size", "tuned_methods", "unit_paths",
+    "validate_config",
 ]

@@ -5,7 +5,7 @@ and the guard against running the full grid locally by accident."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from postrisk.grid.conditions import (
 from postrisk.grid.cost import Resources
 from postrisk.grid.paths import RESULTS, path
 from postrisk.grid.planner import Planner
+from postrisk.grid.seeds import Cell, assumed_selections, known_selections, selection_cells
 
 #: The two ways the grid may run: ``accelerator.use`` on (the jobs that declare an accelerator
 #: ask for a GPU and use their cost entries' ``gpu`` values) and off (everything on CPUs).
@@ -69,13 +70,14 @@ def _rule_plan(rule: str, stage: str, res: list[Resources]) -> RulePlan:
         unmeasured=any(r.gpu and r.unmeasured for r in res))
 
 
-def plan(cfg: Mapping, planner: Planner | None = None) -> list[RulePlan]:
+def plan(cfg: Mapping, planner: Planner | None = None,
+         selections: Mapping[Cell, Sequence[int]] | None = None) -> list[RulePlan]:
     """Per rule of the workflow for ``cfg``: its jobs and what they request (threads, runtime
     and memory from ``cost_model``; a GPU where the prior or method declares one) and the
     estimate behind it; ``planner``: the config's planner, when the caller has built it
-    already."""
+    already; else one planned with the seed ``selections`` (None: none known, one pass)."""
     return [_rule_plan(rule.name, stage, [job.resources for job in rule.jobs.values()])
-            for stage, rules in (planner or Planner(cfg)).rules.items()
+            for stage, rules in (planner or Planner(cfg, selections)).rules.items()
             for rule in rules if rule.jobs]
 
 
@@ -145,14 +147,37 @@ def _fit_hours(rows: list[RulePlan]) -> float:
     return sum(r.estimate_job_hours for r in rows if r.stage == "fit")
 
 
+def _selections_line(cfg: Mapping, selections: Mapping, assumed: bool) -> str:
+    """How the plan takes the GP and HBART posteriors: on the valid seeds of the cells whose
+    seed selection it knows (or, ``assumed``, takes as known), on every candidate seed
+    elsewhere."""
+    cells = selection_cells(cfg)
+    known = sum(cell in selections for cell in cells)
+    if not cells:
+        return "seeds: no BNN instances decide them (every cell uses its first seeds)"
+    if assumed and known:
+        return ("seeds: run as the README runs it, the BNN-first pass (target seed_selections) "
+                "then the rest: GP and HBART posteriors on the valid_per_cell valid seeds of "
+                "each cell only (--single-pass: on every candidate)")
+    if known == len(cells):
+        return ("seeds: the BNN-first pass has written every cell's selection (target "
+                "seed_selections): GP and HBART posteriors on the valid seeds only")
+    return (f"seeds: {known} of {len(cells)} cells' selections known: elsewhere GP and HBART "
+            "posteriors on every candidate seed (run target seed_selections first to build "
+            "only the valid ones)")
+
+
 def plan_report(cfg: Mapping, planner: Planner | None = None,
                 paper_fit_hours: Mapping[str, float] | None = None,
-                both: bool = True) -> str:
+                both: bool = True, bnn_first: bool = True) -> str:
     """The grid's size and, per rule, its jobs, what they request and the estimate behind it,
     in the scenario ``cfg`` runs and (``both``) in the other one (:func:`scenarios`: a copy of
     ``cfg`` planned too); ``planner``: ``cfg``'s, when built already. ``paper_fit_hours``: the
     compute the paper reports for its fits, in wall-clock hours by part (e.g. final fits,
-    sweeps), printed beside the fit stage's estimate in each scenario."""
+    sweeps), printed beside the fit stage's estimate in each scenario. ``bnn_first``: the grid
+    run in two invocations, the BNN-first pass writing every cell's seed selection (the GP and
+    HBART posteriors then only on ``valid_per_cell`` seeds per cell:
+    :func:`~postrisk.grid.seeds.assumed_selections`); else in one."""
     model = cfg["cost_model"]
     lines = [
         f"grid: {len(cfg['datasets'])} datasets × {len(cfg['priors'])} priors × "
@@ -167,10 +192,15 @@ def plan_report(cfg: Mapping, planner: Planner | None = None,
         "margin 1) and the request (req.)",
         "in job-h (Σ wall-clock hours of its jobs) and core-h (Σ hours × threads)",
     ]
+    if planner is not None:
+        selections = planner.seeds.selections
+    else:
+        selections = assumed_selections(cfg) if bnn_first else {}
+    lines.append(_selections_line(cfg, selections, assumed=planner is None))
     fit = {}
     cases = scenarios(cfg)[:2 if both else 1]
     for i, (name, scenario) in enumerate(cases):
-        rows = plan(scenario, planner if scenario is cfg else None)
+        rows = plan(scenario, planner if scenario is cfg else None, selections)
         fit[name] = _fit_hours(rows)
         use = f"accelerator.use: {str(name == GPU_SCENARIO).lower()}"
         where = (f"what this config runs ({use})" if scenario is cfg
@@ -221,10 +251,9 @@ def output_lines(cfg: Mapping, results: str | Path = RESULTS) -> Iterator[str]:
                    f"outermost-shell share (eval) = {s['outer_shell_share_eval']:.3f}")
         else:
             yield f"    {store}  (missing)"
-    planner = Planner(cfg)
+    planner = Planner(cfg, known_selections(cfg, root))
     if planner.conditions:
-        tasks = [Path(path("task", root, **c._asdict(), seed=s))
-                 for c in planner.conditions for s in planner.seeds.prior_seeds(c.prior)]
+        tasks = [Path(t) for t in planner.task_stores(root)]
         present = sum(t.exists() for t in tasks)
         yield f"  task stores: {Path(root) / 'tasks'}/  ({present} of {len(tasks)} present)"
         for stage in ("checks", "tables", "figure", "report"):

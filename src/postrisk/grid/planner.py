@@ -10,7 +10,7 @@ come from one computation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from postrisk.grid.conditions import (
 )
 from postrisk.grid.config import load_config
 from postrisk.grid.jobs import StageRule, workflow_rules
-from postrisk.grid.paths import condition_path
+from postrisk.grid.paths import RESULTS, path
 from postrisk.grid.seeds import SeedPolicy
 from postrisk.grid.stages import STUDIES, UNIT_KEYS
 from postrisk.grid.study_units import stage_units
@@ -41,12 +41,17 @@ from postrisk.grid.study_units import stage_units
 class Planner:
     """The plan of one validated configuration (see the module docstring)."""
 
-    def __init__(self, cfg: Mapping) -> None:
+    def __init__(self, cfg: Mapping,
+                 selections: Mapping[tuple[str, str, str], Sequence[int]] | None = None
+                 ) -> None:
+        """``selections``: the valid seeds of the cells whose seed selection is known when
+        planning (:func:`~postrisk.grid.seeds.known_selections`; the GP and HBART posteriors
+        of those cells are built on those seeds only)."""
         self.config = cfg
         self.priors: list[str] = implemented_priors(cfg)
         self.methods: list[str] = implemented_methods(cfg)
         self.conditions: list[Condition] = implemented_conditions(cfg)
-        self.seeds = SeedPolicy(cfg)
+        self.seeds = SeedPolicy(cfg, selections)
         self.covariate_datasets: list[str] = covariate_datasets(cfg)
         self.units: dict[str, list[Any]] = stage_units(cfg, self.seeds)
         self.rules: dict[str, list[StageRule]] = workflow_rules(cfg, self.units)
@@ -73,11 +78,11 @@ class Planner:
         """Jobs per rule name (what a dry run's job stats list, without ``all``)."""
         return {r.name: len(r.jobs) for rules in self.rules.values() for r in rules if r.jobs}
 
-    def task_stores(self) -> list[str]:
+    def task_stores(self, root: str = RESULTS) -> list[str]:
         """Every task store, condition by condition, seed by seed (the order in which the
         checks read them: their tables' rows and bootstrap follow it)."""
-        return [condition_path(c, "task", seed=s) for c in self.conditions
-                for s in self.seeds.prior_seeds(c.prior)]
+        return [path("task", root, **c._asdict(), seed=s) for c in self.conditions
+                for s in self.seeds.posterior_seeds(c)]
 
     def score_tables(self) -> list[str]:
         return [u.out for u in self.units["score"]]

@@ -6,13 +6,26 @@ decides at run time which are valid (``postrisk.tasks.validity``, the one home o
 without it the first ``valid_per_cell`` seeds are all there is. ``seeds.per_prior`` (presets)
 builds a prior's instances on the first k of those seeds only (e.g. the costly HBART posterior on
 one seed of a paper-settings slice); its conditions use the valid ones among them.
+
+Reference posteriors only for the seeds that are used (docs/design.md, "Seeds"): every prior's
+sample stores, and the BNN's posteriors, are built on every candidate seed; the GP and HBART
+posteriors of a cell whose seed selection is known when the workflow is planned — written by an
+earlier invocation, the BNN-first pass (target ``seed_selections``) — only on the valid seeds
+it names. Where it is not known yet they are built on every candidate, as before: one
+invocation still plans and runs the whole grid.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from postrisk.grid.conditions import Condition, implemented_conditions, implemented_priors
+from postrisk.grid.paths import RESULTS, path
+
+#: A cell: (dataset, noise, coverage).
+Cell = tuple[str, str, str]
 
 
 def task_seeds(cfg: Mapping) -> list[int]:
@@ -23,15 +36,53 @@ def task_seeds(cfg: Mapping) -> list[int]:
     return list(range(n))
 
 
+def selection_cells(cfg: Mapping) -> list[Cell]:
+    """The cells whose seeds the BNN R̂ decides (those with BNN instances), in condition
+    order: each has a seed-selection file."""
+    return list(dict.fromkeys(c.cell for c in implemented_conditions(cfg) if c.prior == "bnn"))
+
+
+def selection_file(cell: Cell, root: str = RESULTS) -> str:
+    """The seed-selection file of ``cell`` (rule ``valid_seeds``)."""
+    return path("seed_selection", root, **dict(zip(("dataset", "noise", "coverage"), cell,
+                                                    strict=True)))
+
+
+def known_selections(cfg: Mapping, root: str = RESULTS) -> dict[Cell, tuple[int, ...]]:
+    """The valid seeds of every cell whose seed-selection file exists under ``root`` now
+    (read when the workflow is planned; a file that cannot be read counts as absent)."""
+    out = {}
+    for cell in selection_cells(cfg):
+        try:
+            chosen = json.loads(Path(selection_file(cell, root)).read_text())
+            out[cell] = tuple(int(s) for s in chosen["valid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def assumed_selections(cfg: Mapping) -> dict[Cell, tuple[int, ...]]:
+    """Every cell's selection as a cost estimate assumes it: its first ``valid_per_cell``
+    candidate seeds (which seeds are valid is known only after the BNN posteriors; how many
+    is all a cost needs)."""
+    n_valid = int(cfg["seeds"]["valid_per_cell"])
+    return {cell: tuple(task_seeds(cfg)[:n_valid]) for cell in selection_cells(cfg)}
+
+
 class SeedPolicy:
     """The seed policy of one configuration, computed once: the seeds built for every
-    condition, and per condition whether the BNN R̂ decides and which seeds its fits may use."""
+    condition, and per condition whether the BNN R̂ decides, which seeds its fits may use and
+    which get a reference posterior. ``selections``: the valid seeds of the cells whose seed
+    selection is known when planning (:func:`known_selections`)."""
 
-    def __init__(self, cfg: Mapping) -> None:
+    def __init__(self, cfg: Mapping,
+                 selections: Mapping[Cell, Sequence[int]] | None = None) -> None:
         self.n_valid = int(cfg["seeds"]["valid_per_cell"])
         self.task_seeds = task_seeds(cfg)
         self.per_prior = {p: int(k) for p, k in (cfg["seeds"].get("per_prior") or {}).items()}
-        self.bnn_cells = {c.cell for c in implemented_conditions(cfg) if c.prior == "bnn"}
+        self.bnn_cells = set(selection_cells(cfg))
+        self.selections = {tuple(cell): tuple(int(s) for s in seeds)
+                           for cell, seeds in (selections or {}).items()}
 
     def prior_seeds(self, prior: str) -> list[int]:
         """Seeds whose instances of ``prior`` are built: every built seed, or the first
@@ -56,6 +107,17 @@ class SeedPolicy:
         if self.bnn_decides(condition):
             return built
         return built[: self.n_valid_for(condition)]
+
+    def posterior_seeds(self, condition: Sequence[str]) -> list[int]:
+        """Seeds whose reference posterior (task store) a condition builds: its
+        :meth:`condition_seeds`, but for a GP or HBART condition whose cell's selection is
+        known only the valid seeds that selection names (the BNN's are what decide it)."""
+        c = Condition(*condition)
+        seeds = self.condition_seeds(c)
+        chosen = self.selections.get(c.cell)
+        if c.prior == "bnn" or chosen is None or not self.bnn_decides(c):
+            return seeds
+        return [s for s in seeds if s in set(chosen)]
 
 
 def condition_seeds(cfg: Mapping, condition: Sequence[str]) -> list[int]:

@@ -30,9 +30,9 @@ from postrisk.grid.paths import condition_path, path
 from postrisk.grid.seeds import SeedPolicy
 from postrisk.grid.units import (
     _ConditionUnit,
-    _instance_keys,
     _InstanceUnit,
     _key_wildcards,
+    _posterior_keys,
     covariates_units,
     disentanglement_units,
     fit_units,
@@ -117,7 +117,7 @@ def warmup_posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[WarmupPoste
     study = study_settings(cfg, "warmup_check")
     datasets, prior = set(study.get("datasets", [])), study.get("prior", "hbart")
     units = []
-    for k in _instance_keys(cfg, policy):
+    for k in _posterior_keys(cfg, policy):
         if k.prior != prior or k.dataset not in datasets:
             continue
         base = dict(cfg["posterior"][k.prior])
@@ -227,7 +227,7 @@ def sn_fit_units(cfg: Mapping, policy: SeedPolicy) -> list[SNFitUnit]:
         for c in conditions:
             if method not in sn_study_methods(cfg, c):
                 continue
-            seeds = tuple(policy.condition_seeds(c))
+            seeds = tuple(policy.posterior_seeds(c))
             at = partial(condition_path, c)
             units.append(SNFitUnit(
                 method=method, condition=c, seeds=seeds,
@@ -246,7 +246,8 @@ def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, lis
     return {"covariates": covariates_units(cfg), "prior": prior_units(cfg),
             "sample": sample_units(cfg, policy), "posterior": posterior_units(cfg, policy),
             "valid_seeds": valid_seeds_units(cfg, policy), "fit": fit_units(cfg, policy),
-            "score": score_units(cfg, policy), "disentanglement": disentanglement_units(cfg),
+            "score": score_units(cfg, policy),
+            "disentanglement": disentanglement_units(cfg, policy),
             "warmup_posterior": warmup_posterior_units(cfg, policy),
             "ood_fit": ood_fit_units(cfg, policy), "sandbox": sandbox_units(cfg),
             "sn_fit": sn_fit_units(cfg, policy)}

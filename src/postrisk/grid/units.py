@@ -294,6 +294,13 @@ def _instance_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
     return keys
 
 
+def _posterior_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
+    """The instances whose reference posterior is built: :func:`_instance_keys` on the seeds
+    :meth:`SeedPolicy.posterior_seeds` gives their condition."""
+    return [k for k in _instance_keys(cfg, policy)
+            if k.seed in policy.posterior_seeds(k.condition)]
+
+
 def _study_keys(cfg: Mapping) -> list[TaskKey]:
     """The instances of the study datasets: seeds 0 … ``seeds_per_prior`` − 1 of each of their
     conditions (sample stores only: the OOD study reads no sampled posterior)."""
@@ -313,9 +320,10 @@ def sample_units(cfg: Mapping, policy: SeedPolicy) -> list[SampleUnit]:
 
 
 def posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[PosteriorUnit]:
+    """Every reference posterior (:func:`_posterior_keys`)."""
     return [PosteriorUnit(k, path("sample", **_key_wildcards(k)), cfg["posterior"][k.prior],
                           path("task", **_key_wildcards(k)))
-            for k in _instance_keys(cfg, policy)]
+            for k in _posterior_keys(cfg, policy)]
 
 
 def valid_seeds_units(cfg: Mapping, policy: SeedPolicy) -> list[ValidSeedsUnit]:
@@ -353,7 +361,7 @@ def fit_units(cfg: Mapping, policy: SeedPolicy) -> list[FitUnit]:
 def score_units(cfg: Mapping, policy: SeedPolicy) -> list[ScoreUnit]:
     units = []
     for c in implemented_conditions(cfg):
-        seeds = tuple(policy.condition_seeds(c))
+        seeds = tuple(policy.posterior_seeds(c))
         methods = tuple(condition_methods(cfg, c))
         at = partial(condition_path, c)
         units.append(ScoreUnit(c, seeds, tuple(at("task", seed=s) for s in seeds), methods,
@@ -363,7 +371,8 @@ def score_units(cfg: Mapping, policy: SeedPolicy) -> list[ScoreUnit]:
     return units
 
 
-def disentanglement_units(cfg: Mapping) -> list[DisentanglementUnit]:
+def disentanglement_units(cfg: Mapping, policy: SeedPolicy | None = None
+                          ) -> list[DisentanglementUnit]:
     """The Disentanglement Error experiment's jobs: every implemented condition within
     ``disentanglement.grid``, every seed of ``disentanglement.seeds`` that the condition builds,
     and every method of ``disentanglement.methods`` fitted there (the experiment reuses that
@@ -371,12 +380,12 @@ def disentanglement_units(cfg: Mapping) -> list[DisentanglementUnit]:
     skipped)."""
     de = cfg.get("disentanglement") or {}
     methods = [m for m in de.get("methods", []) if m in implemented_methods(cfg)]
-    policy = SeedPolicy(cfg)
+    policy = policy or SeedPolicy(cfg)
     units = []
     for c in implemented_conditions(cfg):
         if not within(de.get("grid", {}), c):
             continue
-        built = set(policy.prior_seeds(c.prior))
+        built = set(policy.posterior_seeds(c))
         at = partial(condition_path, c)
         for method in (m for m in methods if fits_method(cfg, m, c)):
             units += [DisentanglementUnit(c, int(s), method, at("task", seed=s),

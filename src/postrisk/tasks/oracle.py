@@ -107,14 +107,15 @@ def log_score_decomposition_gaussian(pred_mean, pred_var, posterior_mean, poster
 
 # -- a D-draw reference posterior: the mixture p̄ = (1/D) Σ_d N(f_d, σ²_ε) ---------------------
 
-#: Grid spacing of the quadrature over y, in units of σ_ε: the integrands are mixtures of
-#: Gaussians (densities, CDFs) of width σ_ε, for which the trapezoid rule's error is of order
-#: exp(−2π²σ²_ε/h²) (e^−79 at h = σ_ε/2): exact to rounding.
-GRID_STEP = 0.5
+#: Grid spacing of the quadrature over y, in units of σ_ε. The integrands are smooth mixtures of
+#: Gaussians (densities, CDFs) of width σ_ε, for which the trapezoid rule converges like
+#: exp(−c/h²); p̄ log p̄ less so where the components thin out: at h = σ_ε/2 its error reached
+#: 1e−8 relative, at σ_ε/4 it stays below 1e−12 (tested against adaptive quadrature).
+GRID_STEP = 0.25
 #: How far past the outermost draw the grid reaches, in σ_ε (Φ(−8) ≈ 6e−16).
 GRID_REACH = 8.0
 #: Most grid points per evaluation point; beyond it the step widens (only where the draws span
-#: more than 2,000 σ_ε; up to 4,000 σ_ε the step stays ≤ σ_ε and the rule's error below 3e−9).
+#: more than 1,000 σ_ε, far beyond any noise level of the suite).
 GRID_MAX = 4096
 
 
@@ -122,7 +123,7 @@ def mixture_entropies(draws, noise_var) -> tuple[np.ndarray, np.ndarray]:
     """Per evaluation point, the CRPS entropy ½E|Y − Y'| = ∫Ḡ(1 − Ḡ)dy and the differential
     entropy H(p̄) = −∫p̄ log p̄ dy of the posterior predictive mixture p̄ = (1/D) Σ_d N(f_d, σ²_ε)
     of the D draws (``draws``: (D, m); ``noise_var``: (m,)), by the trapezoid rule on a grid
-    from the lowest draw − 8σ_ε to the highest + 8σ_ε in steps of σ_ε/2.
+    from the lowest draw − 8σ_ε to the highest + 8σ_ε in steps of σ_ε/4.
 
     Exact for the D-component mixture (to rounding); as an estimate of the posterior's own
     value, the Monte Carlo error is the draws'."""

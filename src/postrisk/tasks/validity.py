@@ -109,7 +109,9 @@ def usable_seeds(candidates: Sequence[int], n_valid: int,
         raise TooFewValidSeeds(
             f"{len(use)} of the cell's valid seeds {list(selection['valid'])} are among the "
             f"seeds {sorted(built)} this prior is built on, but {n_valid} are needed: raise "
-            "the config key 'seeds.per_prior' for this prior, or remove it")
+            "the config key 'seeds.per_prior' for this prior, or remove it; or, if the cell's "
+            "seed selection changed after this run was planned (the BNN-first pass), run the "
+            "workflow again so that it plans from the new selection")
     return use
 
 
