@@ -32,6 +32,8 @@ from postrisk.methods.nn.train import (
     compiled_loop_sharing,
     loop_compilations,
     nadamw,
+    per_member,
+    sgd,
     steps_per_epoch,
     train,
 )
@@ -192,6 +194,40 @@ def test_member_rows_train_each_member_on_its_rows():
         p_i, _, _ = train(loss_fn, params, state, x[rows[i]], y[rows[i]],
                           key=jax.random.split(key, 2)[i], **settings)
         np.testing.assert_allclose(p_all["out"]["w"][i], p_i["out"]["w"], rtol=1e-4, atol=1e-5)
+
+
+def test_per_member_settings_train_each_member_as_it_would_alone():
+    """Three configurations of one architecture (their own learning rate, momentum, weight
+    decay and epochs) trained as one vmapped program: each member ends where it would alone,
+    its losses after its own last epoch are NaN, and the loop compiles once for any
+    settings."""
+    x, y, loss_fn = _mse_problem(MEMBER_SPEC)
+    params, state = init_backbone(MEMBER_SPEC, 5)
+    key = jax.random.PRNGKey(2)
+    configs = [(1e-2, 0.9, 1e-3, 5), (3e-3, 0.8, 0.0, 9), (2e-2, 0.95, 1e-2, 7)]
+    optimizer = per_member([nadamw(lr, mom, wd) for lr, mom, wd, _ in configs])
+    epochs = [e for *_, e in configs]
+    p_all, _, history = train(loss_fn, _stack([params] * 3), _stack([state] * 3), x, y,
+                              key=key, n_members=3, optimizer=optimizer, n_epochs=epochs,
+                              batch_size=16)
+    assert history["loss"].shape == (3, 9)
+    for i, (lr, mom, wd, n_epochs) in enumerate(configs):
+        assert np.isnan(history["loss"][i, n_epochs:]).all()
+        assert np.isfinite(history["loss"][i, :n_epochs]).all()
+        p_i, _, alone = train(loss_fn, params, state, x, y, key=jax.random.split(key, 3)[i],
+                              optimizer=nadamw(lr, mom, wd), n_epochs=n_epochs, batch_size=16)
+        np.testing.assert_allclose(p_all["out"]["w"][i], p_i["out"]["w"], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(history["loss"][i, :n_epochs], alone["loss"], rtol=1e-4)
+    before = loop_compilations()
+    train(loss_fn, _stack([params] * 3), _stack([state] * 3), x, y, key=key, n_members=3,
+          optimizer=per_member([nadamw(5e-3, 0.7, 0.0)] * 3), n_epochs=[2, 3, 4],
+          batch_size=16)
+    assert loop_compilations() == before
+    with pytest.raises(ValueError, match="one count per member"):
+        train(loss_fn, params, state, x, y, key=key, optimizer=nadamw(1e-2, 0.9, 0.0),
+              n_epochs=[2, 3], batch_size=16)
+    with pytest.raises(ValueError, match="differ in their transformation"):
+        per_member([nadamw(1e-2, 0.9, 0.0), sgd(1e-2, 0.9)])
 
 
 def test_full_batch_with_any_optax_optimizer_reduces_the_loss(caplog):

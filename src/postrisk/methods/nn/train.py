@@ -45,6 +45,11 @@ member_rows=None, label="train: epochs") -> (params, state, history)``
     clipping; the joint loss is the sum over members of the per-member mean-over-batch loss).
     ``member_rows`` (M, n_sub) integer array: member i trains only on rows
     ``member_rows[i]`` (bagging; equal sizes, repeats allowed for resampling with replacement).
+    Per-member settings (several configurations of one architecture trained as one program,
+    e.g. a sweep's trials): ``optimizer=per_member([...])`` gives member i its own traced
+    numbers, and ``n_epochs`` a sequence of M counts gives member i its own (the loop runs to
+    the largest; a member stops after its own, its later losses NaN) — member i then trains
+    exactly as it would alone with those settings.
 
     ``history = {"loss": per-epoch mean training loss, shape (n_epochs,) or (M, n_epochs),
     "seconds": wall time of the loop including compilation}``.
@@ -165,9 +170,10 @@ class Optimizer:
         return self.transform.update(updates, state, params)
 
 
-def with_hyperparams(opt_state: Any, values: Mapping[str, float]) -> Any:
+def with_hyperparams(opt_state: Any, values: Mapping[str, Any]) -> Any:
     """``opt_state`` of an ``inject_hyperparams`` transformation with ``values`` written in
-    (each broadcast to the shape and dtype of the value it replaces, e.g. a member axis)."""
+    (each broadcast to the shape and dtype of the value it replaces, e.g. a member axis; a
+    value with that member axis gives each member its own, :func:`per_member`)."""
     current = opt_state.hyperparams
     unknown = sorted(set(values) - set(current))
     if unknown:
@@ -176,8 +182,26 @@ def with_hyperparams(opt_state: Any, values: Mapping[str, float]) -> Any:
     new = dict(current)
     for name, value in values.items():
         old = jnp.asarray(current[name])
-        new[name] = jnp.full(old.shape, value, dtype=old.dtype)
+        if np.ndim(value) == 0:
+            new[name] = jnp.full(old.shape, value, dtype=old.dtype)
+        else:
+            new[name] = jnp.broadcast_to(jnp.asarray(value, dtype=old.dtype), old.shape)
     return opt_state._replace(hyperparams=new)
+
+
+def per_member(optimizers: list[Optimizer]) -> Optimizer:
+    """One optimiser whose traced numbers differ per member: member i of a vmapped
+    :func:`train` call runs with ``optimizers[i]``'s (all must share one transformation, as
+    the settings of :func:`nadamw` or :func:`sgd` do)."""
+    if not optimizers or any(not isinstance(o, Optimizer) for o in optimizers):
+        raise ValueError("per_member needs one or more Optimizer objects (traced settings)")
+    transform = optimizers[0].transform
+    if any(o.transform is not transform for o in optimizers):
+        raise ValueError("per_member: the optimisers differ in their transformation; only "
+                         "their traced numbers may differ")
+    names = list(optimizers[0].hyperparams)
+    return Optimizer(transform, {name: np.asarray([o.hyperparams[name] for o in optimizers])
+                                 for name in names})
 
 
 def sgd(learning_rate: float, momentum: float,
@@ -276,16 +300,17 @@ def _accumulate(moments: dict, params: Any, epoch: jax.Array) -> dict:
             "sq_mean": jax.tree.map(lambda a, p: update(a, p * p), moments["sq_mean"], params)}
 
 
-@functools.partial(jax.jit, static_argnames=("loss_fn", "optimizer", "batch_size", "members"))
+@functools.partial(jax.jit, static_argnames=("loss_fn", "optimizer", "batch_size", "members",
+                                             "member_stops"))
 def _run_epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, keys: jax.Array,
                 start: jax.Array, stop: jax.Array, *, loss_fn: LossFn,
                 optimizer: optax.GradientTransformation, batch_size: int | None,
-                members: bool) -> tuple[tuple, jax.Array]:
+                members: bool, member_stops: bool = False) -> tuple[tuple, jax.Array]:
     _TRACES["loop"] += 1  # runs only while tracing, i.e. once per compilation
     run = functools.partial(_epochs, loss_fn=loss_fn, optimizer=optimizer,
                             batch_size=batch_size)
-    if members:
-        run = jax.vmap(run, in_axes=(0, 0, 0, 0, 0, None, None))
+    if members:  # with member_stops, each member's own last epoch (a batched loop bound)
+        run = jax.vmap(run, in_axes=(0, 0, 0, 0, 0, None, 0 if member_stops else None))
     return run(carry, losses, x, y, keys, start, stop)
 
 
@@ -295,12 +320,21 @@ def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
           member_rows: Any = None, label: str = "train: epochs",
           moments_every: int | None = None) -> tuple[Any, Any, dict]:
     """Train one model or ``n_members`` vmapped members (see the module docstring)."""
+    members = n_members is not None
+    member_epochs = np.ndim(n_epochs) > 0
+    if member_epochs:
+        epochs = np.asarray(n_epochs).astype(int)
+        if not members or epochs.shape != (int(n_members),):
+            raise ValueError(f"per-member n_epochs needs n_members and one count per member; "
+                             f"got {np.shape(n_epochs)} for n_members={n_members}")
+        n_epochs = int(epochs.max())
+        if int(epochs.min()) < 1:
+            raise ValueError(f"n_epochs must be >= 1, got {epochs.tolist()}")
     n_epochs = int(n_epochs)
     if n_epochs < 1:
         raise ValueError(f"n_epochs must be >= 1, got {n_epochs}")
     x = jnp.asarray(x)  # float32, or float64 inside ``jax.enable_x64(True)``
     y = jnp.asarray(y)
-    members = n_members is not None
     if member_rows is not None:
         if not members:
             raise ValueError("member_rows needs n_members")
@@ -348,13 +382,20 @@ def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
     with progress_steps(n_epochs, label, logger) as progress:
         while start < n_epochs:
             stop = min(start + chunk, n_epochs)
+            stops = (jnp.asarray(np.clip(epochs, start, stop), dtype=jnp.int32)
+                     if member_epochs else jnp.int32(stop))
             carry, losses = _run_epochs(carry, jnp.zeros(buffer_shape, dtype=float), x, y, keys,
-                                        jnp.int32(start), jnp.int32(stop), loss_fn=loss_fn,
+                                        jnp.int32(start), stops, loss_fn=loss_fn,
                                         optimizer=transform, batch_size=batch_size,
-                                        members=members)
+                                        members=members, member_stops=member_epochs)
             losses = np.asarray(losses)[..., :stop - start]
+            if member_epochs:  # a member past its own last epoch has no loss
+                done = np.arange(start, stop)[None, :] >= epochs[:, None]
+                losses = np.where(done, np.nan, losses)
             history.append(losses)
-            progress.advance(stop - start, message=f"loss {float(np.mean(losses[..., -1])):.4g}")
+            last = losses[..., -1]
+            progress.advance(stop - start, message=f"loss {float(np.nanmean(last)):.4g}"
+                             if np.isfinite(last).any() else "")
             start = stop
     (params, state, _), moments = carry
     jax.block_until_ready(params)
