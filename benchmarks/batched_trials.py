@@ -1,0 +1,145 @@
+"""How much faster a sweep's network trials train as one program than one after another.
+
+The 10-trial NN-Ens sweep of ``methods_fit.py --sweep`` fixes the architecture and batch size
+(:data:`methods_fit.SWEEP_FIXED`) and searches the learning rate, weight decay, momentum and
+epochs, so its trials differ only in numbers the shared training loop traces. This benchmark
+draws ``--trials`` such configurations from NN-Ens's search space (a fixed seed) and trains
+them on the same rows (the sweep's 80% fit split of ``--n`` rows of the ``methods_fit``
+instance) twice in one process:
+
+* **one after another** (the baseline, what a sweep does today): ``NeuralEnsemble.fit`` per
+  configuration, its ``n_members`` members vmapped as one model;
+* **batched**: every configuration's members stacked into one vmapped model of
+  trials × members members, each member with its own trial's optimiser numbers and epochs
+  (``postrisk.methods.nn.train.per_member`` and per-member ``n_epochs``), the loop running to
+  the longest trial's epochs.
+
+Each arm is called once first (it compiles; one configuration one after another, all of them
+batched) and then timed over all configurations; the printed ratio is trials per minute batched
+over one after another, at steady state. Each batched member trains as it would alone
+(``tests/methods/nn/test_backbone.py``); the batched members here use the batch's own keys, so
+their numbers are not compared — this measures time only. The tuner does not batch yet: this is
+the measurement the batched sweep's default is to be chosen from.
+
+``--same-epochs E`` gives every configuration E epochs: the batching alone, without the work a
+batched loop spends on members past their own last epoch (it runs every member to the longest
+trial's).
+
+``--members 1`` trains one network per configuration, as most network methods do (MC dropout,
+the Laplace, FSP, EDL and SWAG networks).
+
+Usage: ``python benchmarks/batched_trials.py [--trials 10] [--n 500] [--seed 0]
+[--same-epochs E] [--members M]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from methods_fit import SWEEP_FIXED, instance  # noqa: E402
+from postrisk.methods.nn.ensembles import NeuralEnsemble  # noqa: E402
+from postrisk.methods.nn.network import gaussian_nll_loss  # noqa: E402
+from postrisk.methods.nn.train import nadamw, per_member, train  # noqa: E402
+from postrisk.tuning.sweep import split_indices  # noqa: E402
+
+SEARCHED = ("learning_rate", "weight_decay", "momentum", "n_epochs")
+
+
+def configurations(n: int, seed: int) -> list[dict]:
+    """``n`` draws of the searched numbers from NN-Ens's search space (uniform, log-uniform
+    where the space says so)."""
+    rng = np.random.default_rng(seed)
+    space = NeuralEnsemble.search_space
+    out = []
+    for _ in range(n):
+        config = {}
+        for name in SEARCHED:
+            kind, low, high, *scale = space[name]
+            if kind == "int":
+                config[name] = int(rng.integers(low, high + 1))
+            elif scale == ["log"]:
+                config[name] = float(np.exp(rng.uniform(np.log(low), np.log(high))))
+            else:
+                config[name] = float(rng.uniform(low, high))
+        out.append(config)
+    return out
+
+
+#: The fixed settings: the sweep's, and ``n_members`` (``--members``).
+FIXED = dict(SWEEP_FIXED)
+
+
+def one_after_another(configs: list[dict], x, y, seed: int) -> None:
+    for config in configs:
+        NeuralEnsemble(**FIXED, **config, random_state=seed).fit(x, y)
+
+
+def batched(configs: list[dict], x, y, seed: int) -> None:
+    """Every configuration's members as one model (module docstring)."""
+    method = NeuralEnsemble(**FIXED, random_state=seed)
+    x_std, y_std = method._standardize(x, y)
+    spec = method._spec(x_std.shape[1])
+    m = int(method.n_members)
+    params, state = method._init(spec, m)
+    t = len(configs)
+    stacked = jax.tree.map(lambda a: jnp.concatenate([a] * t), (params, state))
+    optimizer = per_member([nadamw(c["learning_rate"], c["momentum"], c["weight_decay"])
+                            for c in configs for _ in range(m)])
+    epochs = [c["n_epochs"] for c in configs for _ in range(m)]
+    p, _, _ = train(gaussian_nll_loss(spec), *stacked, x_std, y_std, optimizer=optimizer,
+                    n_epochs=epochs, batch_size=int(method.batch_size),
+                    key=jax.random.PRNGKey(seed), n_members=t * m, label="batched: epochs")
+    jax.block_until_ready(p)
+
+
+def timed(fn, *args) -> float:
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--same-epochs", type=int, default=None,
+                        help="give every configuration this many epochs (the batching alone, "
+                             "without the longest trial's epochs spent on every member)")
+    parser.add_argument("--members", type=int, default=NeuralEnsemble.defaults["n_members"],
+                        help="members per configuration (1: a single network, as most network "
+                             "methods train)")
+    args = parser.parse_args()
+    FIXED["n_members"] = args.members
+    _, x, y, _, _ = instance(args.n, 10, 8, args.seed)
+    fit_idx, _ = split_indices(len(y), 0.2, "batched-trials")
+    x, y = x[fit_idx], y[fit_idx]
+    configs = configurations(args.trials, args.seed)
+    if args.same_epochs:
+        configs = [{**c, "n_epochs": args.same_epochs} for c in configs]
+    print(f"{args.trials} NN-Ens configurations ({FIXED}; epochs "
+          f"{sorted(c['n_epochs'] for c in configs)}) on n={len(y)} rows, "
+          f"{os.cpu_count()} CPU core(s)")
+    print(f"{'arm':<18} {'first call s':>13} {'steady s':>9} {'trials/min':>11}")
+    print("  (first call: one configuration one after another, all of them batched; both with "
+          "the compilation)")
+    rates = {}
+    for label, arm in (("one after another", one_after_another), ("batched", batched)):
+        first = timed(arm, configs[:1] if arm is one_after_another else configs, x, y,
+                      args.seed)
+        steady = timed(arm, configs, x, y, args.seed)
+        rates[label] = 60.0 * len(configs) / steady
+        print(f"{label:<18} {first:>13.1f} {steady:>9.1f} {rates[label]:>11.2f}", flush=True)
+    print(f"trials per minute, batched / one after another (steady state): "
+          f"{rates['batched'] / rates['one after another']:.2f}×")
+
+if __name__ == "__main__":
+    main()
