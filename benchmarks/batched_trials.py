@@ -28,8 +28,15 @@ trial's).
 ``--members 1`` trains one network per configuration, as most network methods do (MC dropout,
 the Laplace, FSP, EDL and SWAG networks).
 
+``--sweeps B`` runs the tuner itself instead: the 10-trial NN-Ens sweep and a 30-trial one
+(architecture fixed as above, ``startup_trials`` 10), one trial at a time and ``batch_size`` B,
+over 5 replicates (sampler seeds 1000·s + k, fit seed s; the two arms alternating, in one
+process, after one compiling sweep of each), and prints each sweep's trials per minute and best
+validation NLL, and per trial budget the ratio of the trials per minute and the mean change of
+the best NLL (batched − one at a time; negative: batching found better).
+
 Usage: ``python benchmarks/batched_trials.py [--trials 10] [--n 500] [--seed 0]
-[--same-epochs E] [--members M]``.
+[--same-epochs E] [--members M] [--sweeps B]``.
 """
 
 from __future__ import annotations
@@ -100,6 +107,43 @@ def batched(configs: list[dict], x, y, seed: int) -> None:
     jax.block_until_ready(p)
 
 
+def sweeps(x, y, batch_size: int, budgets=(10, 30), seeds=range(5)) -> None:
+    """The tuner one trial at a time against ``batch_size`` at a time (module docstring)."""
+    import tempfile
+    from pathlib import Path
+
+    from postrisk.tuning import tune
+
+    def run(n_trials: int, seed: int, size: int) -> tuple[float, float]:
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            # replicate s: sampler seeds 1000·s + k (trial k) and fit seed s, so that no two
+            # replicates share a proposal (consecutive sampler seeds would share the random
+            # start-up trials, each seeded by its own k)
+            result = tune("nn_ens", x, y, journal=Path(tmp) / "sweep.log", fixed=FIXED,
+                          n_trials=n_trials, startup_trials=10, split_key=("bench",),
+                          sampler_seed=1000 * seed, random_state=seed, batch_size=size)
+            return 60.0 * n_trials / (time.perf_counter() - t0), float(result.best_value)
+
+    run(4, 99, 1), run(4, 99, batch_size)  # compile both programs first
+    print(f"sweeps of NN-Ens ({FIXED}) on n={len(y)} rows: one at a time vs batch_size "
+          f"{batch_size}")
+    print(f"{'trials':>6} {'seed':>4} {'trials/min 1':>13} {'trials/min B':>13} "
+          f"{'best NLL 1':>11} {'best NLL B':>11}")
+    for n_trials in budgets:
+        rates, changes = [], []
+        for seed in seeds:
+            one, many = run(n_trials, seed, 1), run(n_trials, seed, batch_size)
+            rates.append(many[0] / one[0])
+            changes.append(many[1] - one[1])
+            print(f"{n_trials:>6} {seed:>4} {one[0]:>13.1f} {many[0]:>13.1f} {one[1]:>11.4f} "
+                  f"{many[1]:>11.4f}", flush=True)
+        print(f"{n_trials} trials: trials per minute batched / one at a time "
+              f"{np.mean(rates):.2f}× (range {min(rates):.2f}–{max(rates):.2f}); best NLL "
+              f"change {np.mean(changes):+.4f} (range {min(changes):+.4f} to "
+              f"{max(changes):+.4f})")
+
+
 def timed(fn, *args) -> float:
     t0 = time.perf_counter()
     fn(*args)
@@ -114,12 +158,17 @@ def main() -> None:
     parser.add_argument("--same-epochs", type=int, default=None,
                         help="give every configuration this many epochs (the batching alone, "
                              "without the longest trial's epochs spent on every member)")
+    parser.add_argument("--sweeps", type=int, default=None, metavar="B",
+                        help="run the tuner: one trial at a time against batch_size B")
     parser.add_argument("--members", type=int, default=NeuralEnsemble.defaults["n_members"],
                         help="members per configuration (1: a single network, as most network "
                              "methods train)")
     args = parser.parse_args()
     FIXED["n_members"] = args.members
     _, x, y, _, _ = instance(args.n, 10, 8, args.seed)
+    if args.sweeps:  # the sweep splits its rows itself, as methods_fit.py --sweep's does
+        sweeps(x, y, args.sweeps)
+        return
     fit_idx, _ = split_indices(len(y), 0.2, "batched-trials")
     x, y = x[fit_idx], y[fit_idx]
     configs = configurations(args.trials, args.seed)

@@ -233,6 +233,7 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                     "startup_trials": _positive_int(),
                     "validation_fraction": {"type": "number", "exclusiveMinimum": 0,
                                             "exclusiveMaximum": 1},
+                    "batch_size": _positive_int(),
                     "methods": {"anyOf": [{"type": "null"}, {**_names(methods), "minItems": 0}]},
                     "grid": _narrowing(),
                 },

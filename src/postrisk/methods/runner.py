@@ -7,6 +7,7 @@ and NaN-filled arrays, so a failed fit never stops the workflow.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -17,6 +18,8 @@ from postrisk.core.threads import thread_limit
 from postrisk.methods.interface import PREDICTION_FIELDS, Prediction, UncertaintyMethod
 from postrisk.methods.records import STATUS_FAILED, STATUS_OK, FitRecord
 from postrisk.methods.registry import get_method
+
+logger = logging.getLogger(__name__)
 
 
 def resolve_method(method_cls_or_name: type[UncertaintyMethod] | str) -> type[UncertaintyMethod]:
@@ -101,8 +104,34 @@ def run_fit(method_cls_or_name: type[UncertaintyMethod] | str, config: dict, x_t
     return run_estimator(method, x_train, y_train, x_eval)
 
 
-def run_estimator(method: UncertaintyMethod, x_train, y_train, x_eval) -> FitRecord:
+def run_together(methods: list[UncertaintyMethod], x_train, y_train, x_eval) -> list[FitRecord]:
+    """:func:`run_estimator` for several configurations of one method on the same data; never
+    raises. Where the class trains configurations of one architecture as one program
+    (``trial_batching``, its ``fit_together``) they are fitted that way, each record carrying
+    an equal share of the joint fit's seconds; should the joint fit raise, each is fitted
+    alone, so one bad configuration costs the others nothing."""
+    cls = type(methods[0]) if methods else None
+    together = (len(methods) > 1 and getattr(cls, "trial_batching", False)
+                and all(type(m) is cls for m in methods))
+    if together:
+        try:
+            with thread_limit(max(1, int(methods[0].n_threads))):
+                t0 = time.perf_counter()
+                cls.fit_together(methods, x_train, y_train)
+                share = (time.perf_counter() - t0) / len(methods)
+        except Exception as exc:  # noqa: BLE001 - fall back to one fit each
+            logger.warning("%s: fitting %d configurations together raised %s: %s; fitting each "
+                           "alone", cls.name, len(methods), type(exc).__name__, exc)
+        else:
+            return [run_estimator(m, x_train, y_train, x_eval, fitted_seconds=share)
+                    for m in methods]
+    return [run_estimator(m, x_train, y_train, x_eval) for m in methods]
+
+
+def run_estimator(method: UncertaintyMethod, x_train, y_train, x_eval,
+                  fitted_seconds: float | None = None) -> FitRecord:
     """Fit an unfitted method instance (say, a ``sklearn.base.clone``) and predict; never raises.
+    ``fitted_seconds``: the instance is fitted already (:func:`run_together`), in that time.
 
     It is fitted on (``x_train``, ``y_train``) and asked to predict at ``x_eval`` (m rows), with
     BLAS/OpenMP pools limited to its ``n_threads``. Both phases are timed
@@ -122,9 +151,10 @@ def run_estimator(method: UncertaintyMethod, x_train, y_train, x_eval) -> FitRec
         with thread_limit(n_threads):
             t0 = time.perf_counter()
             try:
-                method.fit(x_train, y_train)
+                if fitted_seconds is None:
+                    method.fit(x_train, y_train)
             finally:
-                fit_s = time.perf_counter() - t0
+                fit_s = time.perf_counter() - t0 if fitted_seconds is None else fitted_seconds
             phase = "predict"
             t0 = time.perf_counter()
             try:

@@ -153,12 +153,15 @@ class TuningResult:
 
 def _study_digest(method: str, implementation_version: int, space: Mapping, fixed: Mapping,
                   split: Mapping, data: str, n_trials: int, startup_trials: int,
-                  sampler_seed: int) -> str:
-    return digest({"method": method, "implementation_version": implementation_version,
-                   "postrisk": package_version(), "space": {k: list(v) for k, v in space.items()},
-                   "fixed": dict(fixed), "split": dict(split), "data": data,
-                   "n_trials": n_trials, "startup_trials": startup_trials,
-                   "sampler_seed": sampler_seed})
+                  sampler_seed: int, batch_size: int = 1) -> str:
+    fields = {"method": method, "implementation_version": implementation_version,
+              "postrisk": package_version(), "space": {k: list(v) for k, v in space.items()},
+              "fixed": dict(fixed), "split": dict(split), "data": data,
+              "n_trials": n_trials, "startup_trials": startup_trials,
+              "sampler_seed": sampler_seed}
+    if batch_size != 1:  # one trial at a time keeps the names its journals have
+        fields["batch_size"] = batch_size
+    return digest(fields)
 
 
 def _set_aside_stale_journal(journal: Path, study_name: str) -> None:
@@ -183,7 +186,7 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
          n_trials: int = 30, startup_trials: int = 10, validation_fraction: float = 0.2,
          split_key: tuple = (), sampler_seed: int = 0, random_state: int = 0,
          n_threads: int = 1, max_new_trials: int | None = None,
-         space_changes: Mapping[str, tuple] | None = None) -> TuningResult:
+         space_changes: Mapping[str, tuple] | None = None, batch_size: int = 1) -> TuningResult:
     """Run (or resume) the sweep of ``method`` (registry name or class) on the training sample
     (``x``, ``y``).
 
@@ -193,7 +196,8 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     in this call (an interruption, for tests); the result then covers the trials so far.
     ``space_changes``: entries replacing or added to the method's search space
     (:func:`searched_space`). Progress is logged one step per trial, with the best validation
-    NLL so far.
+    NLL so far. ``batch_size`` > 1: trials are asked for ``batch_size`` at a time
+    (:func:`_run_batch`; the study name records it).
     """
     import optuna
     from optuna.storages import JournalStorage
@@ -213,8 +217,11 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
              "n_fit": int(fit_idx.size), "n_validation": int(val_idx.size)}
     data = data_digest(x, y, fit_idx, val_idx)
     version = int(cls.implementation_version)
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    batch_size = int(batch_size)
     digest = _study_digest(method, version, space, fixed, split, data, n_trials,
-                           startup_trials, sampler_seed)
+                           startup_trials, sampler_seed, batch_size)
     study_name = f"{method}-{digest}"
     defaults = {**cls.defaults, **fixed}
     provenance = {"data_digest": data, "implementation_version": version}
@@ -251,6 +258,23 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
                         completed=len(done)) as progress:
         while len(done) < n_trials and (max_new_trials is None or new < max_new_trials):
             k = len(done)
+            if batch_size > 1:
+                t0 = time.perf_counter()
+                size = min(batch_size, n_trials - k)
+                statuses = _run_batch(study, cls, space, fixed, size, seed=sampler_seed + k,
+                                      startup_trials=startup_trials, done=done,
+                                      data=(x_fit, y_fit, x_val, y_val),
+                                      random_state=random_state, n_threads=n_threads)
+                new += size
+                done = finished()
+                scored = [t for t in done if t.state == TrialState.COMPLETE]
+                so_far = (f"; best NLL {min(t.value for t in scored):.4f}" if scored else
+                          "; no successful trial yet")
+                seconds = time.perf_counter() - t0
+                for i, status in enumerate(statuses):
+                    progress.advance(message=f"trial {k + i + 1}/{n_trials} (batch of {size}, "
+                                             f"{seconds:.1f} s) {status}{so_far}")
+                continue
             study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + k,
                                                        n_startup_trials=startup_trials)
             trial = study.ask()
@@ -265,13 +289,11 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
             else:
                 record = run_fit(cls, {**fixed, **params}, x_fit, y_fit, x_val,
                                  random_state=random_state, n_threads=n_threads)
-                value = (mean_gaussian_nll(y_val, record.mean, record.prediction().total_var)
-                         if record.ok else math.nan)
-                if record.ok and math.isfinite(value):
+                value, error = _validation_nll(record, y_val)
+                if value is not None:
                     study.tell(trial, value)
                     status = f"NLL {value:.4f}"
                 else:
-                    error = record.error or "non-finite validation NLL (zero total variance)"
                     trial.set_user_attr("error", error[:2000])
                     study.tell(trial, state=TrialState.FAIL)
                     status = f"failed: {error[:200]}"
@@ -303,6 +325,93 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
                               note="no successful trial: the defaults are used", **provenance)
         logger.info("[tune %s] no successful trial in %d; using the defaults", method, len(done))
     return result
+
+
+def _validation_nll(record, y_val) -> tuple[float | None, str]:
+    """A trial's validation NLL, or None with the error of a failed one."""
+    value = (mean_gaussian_nll(y_val, record.mean, record.prediction().total_var)
+             if record.ok else math.nan)
+    if record.ok and math.isfinite(value):
+        return value, ""
+    return None, record.error or "non-finite validation NLL (zero total variance)"
+
+
+def _run_batch(study, cls, space: Mapping, fixed: Mapping, size: int, *, seed: int,
+               startup_trials: int, done: list, data: tuple, random_state: int,
+               n_threads: int) -> list[str]:
+    """Ask ``size`` trials at once, fit them and tell their values (one status line each).
+
+    The sampler is TPE seeded with ``seed`` (the trials finished before the batch), with
+    ``constant_liar``: a trial asked while others of its batch are still running sees them at
+    the worst value so far, so a batch spreads out instead of asking one point ``size`` times.
+    The proposals depend only on the history before the batch, so a sweep killed during a batch
+    repeats the batch as it was. A configuration scored before (or earlier in the batch) is not
+    refitted. The new configurations are grouped by the method's architecture and each group
+    fitted as one program where the method can (:func:`~postrisk.methods.runner.run_together`),
+    else one after another."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from postrisk.methods.runner import run_fit, run_together
+
+    x_fit, y_fit, x_val, y_val = data
+    study.sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup_trials,
+                                               constant_liar=True)
+    trials, configs = [], []
+    for _ in range(size):
+        trial = study.ask()
+        trials.append(trial)
+        configs.append(suggest(trial, space))
+    seen = {canonical_json(t.params): (t.number, t.value) for t in done
+            if t.state == TrialState.COMPLETE}
+    first: dict[str, int] = {}
+    fit_index = []
+    for i, params in enumerate(configs):
+        key = canonical_json(params)
+        if key not in seen and key not in first:
+            first[key] = i
+            fit_index.append(i)
+    records: dict[int, Any] = {}
+    groups: dict[tuple, list[tuple[int, Any]]] = {}
+    for i in fit_index:
+        config = {**fixed, **configs[i]}
+        try:
+            method = cls(random_state=random_state, n_threads=n_threads, **config)
+            group = (cls.architecture(method.hyperparameters())
+                     if getattr(cls, "trial_batching", False) else ("alone", i))
+        except Exception:  # noqa: BLE001 - run_fit records the construction's error
+            records[i] = run_fit(cls, config, x_fit, y_fit, x_val, random_state=random_state,
+                                 n_threads=n_threads)
+            continue
+        groups.setdefault(group, []).append((i, method))
+    for members in groups.values():
+        fitted = run_together([m for _, m in members], x_fit, y_fit, x_val)
+        records.update({i: r for (i, _), r in zip(members, fitted, strict=True)})
+    statuses = []
+    values: dict[str, float | None] = {}
+    for i, (trial, params) in enumerate(zip(trials, configs, strict=True)):
+        key = canonical_json(params)
+        if key in seen or first[key] != i:
+            number, value = seen.get(key) or (trials[first[key]].number, values[key])
+            trial.set_user_attr("repeat_of", number)
+            if value is None:  # a repeat of a configuration that failed in this batch
+                trial.set_user_attr("error", f"repeat of failed trial {number}")
+                study.tell(trial, state=TrialState.FAIL)
+                statuses.append(f"repeat of failed trial {number}")
+            else:
+                study.tell(trial, value)
+                statuses.append(f"repeat of trial {number}: NLL {value:.4f}")
+            continue
+        value, error = _validation_nll(records[i], y_val)
+        values[key] = value
+        if value is None:
+            trial.set_user_attr("error", error[:2000])
+            study.tell(trial, state=TrialState.FAIL)
+            statuses.append(f"failed: {error[:200]}")
+        else:
+            study.tell(trial, value)
+            statuses.append(f"NLL {value:.4f}")
+    return statuses
 
 
 def _seconds(trial) -> float | None:

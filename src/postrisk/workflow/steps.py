@@ -147,7 +147,8 @@ def condition_config(method: str, settings: dict, sample: str | Path, tuning: di
                 fixed=settings, n_trials=int(tuning["trials"]),
                 startup_trials=int(tuning["startup_trials"]),
                 validation_fraction=float(tuning["validation_fraction"]),
-                split_key=tuple(condition), sampler_seed=0, random_state=0, n_threads=n_threads)
+                split_key=tuple(condition), sampler_seed=0, random_state=0, n_threads=n_threads,
+                batch_size=int(tuning.get("batch_size", 1)))
 
 
 def fit_conditions(units: Sequence[FitUnit], n_threads: int = 1) -> None:

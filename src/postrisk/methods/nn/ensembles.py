@@ -50,8 +50,13 @@ class NeuralEnsemble(NeuralNetworkMethod):
     implementation_version: ClassVar[int] = 2  # 2: default learning_rate 5e-4 (was 2e-3)
     defaults: ClassVar[dict[str, Any]] = {"n_members": 10, "learning_rate": 5e-4}
 
+    trial_batching: ClassVar[bool] = True
+
+    def _trial_members(self) -> int:
+        return positive_int(self.n_members, "n_members")
+
     def fit(self, x: np.ndarray, y: np.ndarray) -> NeuralEnsemble:
-        return self._fit_gaussian(x, y, n_members=positive_int(self.n_members, "n_members"))
+        return self._fit_gaussian(x, y, n_members=self._trial_members())
 
     def predict(self, x: np.ndarray) -> Prediction:
         return self._predict_gaussian(x, members=True)
@@ -86,11 +91,17 @@ class MCDropout(NeuralNetworkMethod):
     defaults: ClassVar[dict[str, Any]] = {"n_members": 128, "dropout": 0.1}
     search_space: ClassVar[dict[str, tuple]] = {"dropout": ("float", 0.05, 0.35)}
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> MCDropout:
+    trial_batching: ClassVar[bool] = True
+
+    def _trial_members(self) -> None:
         positive_int(self.n_members, "n_members")
         if not 0.0 < float(self.dropout) < 1.0:
             raise ValueError(f"MC dropout needs a dropout rate in (0, 1), got {self.dropout!r} "
                              "(at 0 every pass is the same network and EU ≡ 0)")
+        return None
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> MCDropout:
+        self._trial_members()
         return self._fit_gaussian(x, y)
 
     def predict(self, x: np.ndarray) -> Prediction:

@@ -26,6 +26,7 @@ import logging
 from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from postrisk.methods.ensemble import reduce_members
@@ -39,7 +40,7 @@ from postrisk.methods.nn.network import (
     init_network,
     predict_raw,
 )
-from postrisk.methods.nn.train import nadamw, train
+from postrisk.methods.nn.train import nadamw, per_member, train
 from postrisk.methods.resampling import member_seeds
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 
@@ -62,6 +63,10 @@ NETWORK_DEFAULTS: dict[str, Any] = {
 SN_COEFF_SPACE = ("float", 0.5, 3.0, "log")
 #: The stream of the dropout passes' keys at prediction (distinct from training's keys).
 _PASS_STREAM = 0x5EED
+#: The hyper-parameters the shared loop traces (optimiser numbers, epochs, the dropout rate and
+#: spectral-norm coefficient kept in the state): configurations that differ only in these train
+#: as one program (:meth:`NeuralNetworkMethod.fit_together`).
+TRACED = ("learning_rate", "weight_decay", "momentum", "n_epochs", "dropout", "sn_coeff")
 
 
 class NeuralNetworkMethod(UncertaintyMethod):
@@ -127,6 +132,70 @@ class NeuralNetworkMethod(UncertaintyMethod):
                      n_epochs=int(n_epochs or self.n_epochs), batch_size=int(self.batch_size),
                      key=key, n_members=n_members, member_rows=member_rows,
                      label=label or f"{self.name}: epochs")
+
+    # -- several configurations of one architecture as one program (a sweep's batch) ----
+    #: Whether :meth:`fit_together` trains this method's configurations as one program (the
+    #: methods whose fit is the shared Gaussian objective alone: :meth:`_trial_members`).
+    trial_batching: ClassVar[bool] = False
+
+    @classmethod
+    def architecture(cls, config: dict) -> tuple:
+        """What configurations must share to train as one program: every hyper-parameter
+        but the numbers the loop traces (:data:`TRACED`)."""
+        return tuple(sorted((k, repr(v)) for k, v in config.items() if k not in TRACED))
+
+    def _trial_members(self) -> int | None:
+        """The members this configuration trains (None: one network); checks the settings
+        as :meth:`fit` does."""
+        raise NotImplementedError(f"{self.name} does not train trials together")
+
+    @classmethod
+    def fit_together(cls, methods: list[NeuralNetworkMethod], x: Any, y: Any) -> None:
+        """Fit ``methods`` (configurations of one :meth:`architecture`) as one vmapped
+        program: every configuration's members (or its one network) stacked on the member
+        axis, each with its own optimiser numbers, epochs, traced settings, initialisation and
+        keys, so each ends as its own :meth:`fit` would (to float rounding)."""
+        if not cls.trial_batching:
+            raise NotImplementedError(f"{cls.name} does not train trials together")
+        if len({cls.architecture(m.hyperparameters()) for m in methods}) != 1:
+            raise ValueError("fit_together needs configurations of one architecture")
+        counts = [m._trial_members() for m in methods]
+        first = methods[0]
+        x_std, y_std = first._standardize(x, y)
+        spec = first._spec(x_std.shape[1])
+        inits, keys, optimizers, epochs = [], [], [], []
+        for method, count in zip(methods, counts, strict=True):
+            method.standardizer_, method.spec_ = first.standardizer_, spec
+            params, state = method._init(spec, count)
+            if count is None:  # one network: a member axis of one, its own key
+                params, state = jax.tree.map(lambda a: a[None], (params, state))
+                keys.append(jax.random.PRNGKey(method.random_state)[None])
+            else:
+                keys.append(jax.random.split(jax.random.PRNGKey(method.random_state), count))
+            inits.append((params, state))
+            size = count or 1
+            optimizers += [nadamw(float(method.learning_rate), float(method.momentum),
+                                  float(method.weight_decay))] * size
+            epochs += [int(method.n_epochs)] * size
+        params, state = jax.tree.map(lambda *a: jnp.concatenate(a), *inits)
+        logger.info("%s: training %d configurations as one program (%d members) on n=%d, d=%d",
+                    cls.name, len(methods), len(epochs), *x_std.shape)
+        params, state, history = train(
+            gaussian_nll_loss(spec), params, state, x_std, y_std, optimizer=per_member(optimizers),
+            n_epochs=epochs, batch_size=int(first.batch_size), key=None,
+            member_keys=jnp.concatenate(keys), n_members=len(epochs),
+            label=f"{cls.name}: {len(methods)} configurations, epochs")
+        start = 0
+        for method, count in zip(methods, counts, strict=True):
+            size = count or 1
+            part = slice(start, start + size)
+            pick = (lambda a, part=part: a[part]) if count else (lambda a, i=start: a[i])
+            method.params_, method.state_ = jax.tree.map(pick, (params, state))
+            method.history_ = {"loss": history["loss"][part][..., :int(method.n_epochs)],
+                               "seconds": history["seconds"]}
+            if count is None:
+                method.history_["loss"] = method.history_["loss"][0]
+            start += size
 
     def variance_bounds(self) -> tuple[float, float]:
         """(floor, ceiling) of a member's variance in standardised units (Var(ỹ) = 1)."""

@@ -49,7 +49,9 @@ member_rows=None, label="train: epochs") -> (params, state, history)``
     e.g. a sweep's trials): ``optimizer=per_member([...])`` gives member i its own traced
     numbers, and ``n_epochs`` a sequence of M counts gives member i its own (the loop runs to
     the largest; a member stops after its own, its later losses NaN) — member i then trains
-    exactly as it would alone with those settings.
+    exactly as it would alone with those settings. ``member_keys`` (M keys) replaces the
+    members' keys ``split(key, M)``: stacking several models (each its own members and keys)
+    into one call trains each as its own call would.
 
     ``history = {"loss": per-epoch mean training loss, shape (n_epochs,) or (M, n_epochs),
     "seconds": wall time of the loop including compilation}``.
@@ -316,9 +318,9 @@ def _run_epochs(carry: tuple, losses: jax.Array, x: jax.Array, y: jax.Array, key
 
 def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
           optimizer: Optimizer | optax.GradientTransformation, n_epochs: int,
-          batch_size: int | None, key: jax.Array, n_members: int | None = None,
+          batch_size: int | None, key: jax.Array | None, n_members: int | None = None,
           member_rows: Any = None, label: str = "train: epochs",
-          moments_every: int | None = None) -> tuple[Any, Any, dict]:
+          moments_every: int | None = None, member_keys: Any = None) -> tuple[Any, Any, dict]:
     """Train one model or ``n_members`` vmapped members (see the module docstring)."""
     members = n_members is not None
     member_epochs = np.ndim(n_epochs) > 0
@@ -355,7 +357,12 @@ def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
 
     transform = optimizer.transform if isinstance(optimizer, Optimizer) else optimizer
     if members:
-        keys = jax.random.split(key, int(n_members))
+        if member_keys is not None:
+            keys = jnp.asarray(member_keys)
+            if keys.shape[0] != int(n_members):
+                raise ValueError(f"member_keys must hold {n_members} keys, got {keys.shape}")
+        else:
+            keys = jax.random.split(key, int(n_members))
         opt_state = jax.vmap(transform.init)(params)
         buffer_shape: tuple[int, ...] = (int(n_members), CHUNK_EPOCHS)
     else:
