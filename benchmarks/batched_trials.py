@@ -9,17 +9,16 @@ instance) twice in one process:
 
 * **one after another** (the baseline, what a sweep does today): ``NeuralEnsemble.fit`` per
   configuration, its ``n_members`` members vmapped as one model;
-* **batched**: every configuration's members stacked into one vmapped model of
-  trials × members members, each member with its own trial's optimiser numbers and epochs
-  (``postrisk.methods.nn.train.per_member`` and per-member ``n_epochs``), the loop running to
-  the longest trial's epochs.
+* **batched**: ``NeuralEnsemble.fit_together``, what a batched sweep does: every
+  configuration's members stacked into one vmapped model of trials × members members, each with
+  its own trial's optimiser numbers, epochs, initialisation and keys, the loop running to the
+  longest trial's epochs.
 
 Each arm is called once first (it compiles; one configuration one after another, all of them
 batched) and then timed over all configurations; the printed ratio is trials per minute batched
-over one after another, at steady state. Each batched member trains as it would alone
-(``tests/methods/nn/test_backbone.py``); the batched members here use the batch's own keys, so
-their numbers are not compared — this measures time only. The tuner does not batch yet: this is
-the measurement the batched sweep's default is to be chosen from.
+over one after another, at steady state. Each batched configuration ends as its own fit would
+(``tests/methods/nn/test_fit_together.py``); this measures time only. With ``--sweeps`` below,
+it is what ``tuning.batch_size``'s default was chosen from.
 
 ``--same-epochs E`` gives every configuration E epochs: the batching alone, without the work a
 batched loop spends on members past their own last epoch (it runs every member to the longest
@@ -48,13 +47,10 @@ import time
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from methods_fit import SWEEP_FIXED, instance  # noqa: E402
 from postrisk.methods.nn.ensembles import NeuralEnsemble  # noqa: E402
-from postrisk.methods.nn.network import gaussian_nll_loss  # noqa: E402
-from postrisk.methods.nn.train import nadamw, per_member, train  # noqa: E402
 from postrisk.tuning.sweep import split_indices  # noqa: E402
 
 SEARCHED = ("learning_rate", "weight_decay", "momentum", "n_epochs")
@@ -91,20 +87,9 @@ def one_after_another(configs: list[dict], x, y, seed: int) -> None:
 
 def batched(configs: list[dict], x, y, seed: int) -> None:
     """Every configuration's members as one model (module docstring)."""
-    method = NeuralEnsemble(**FIXED, random_state=seed)
-    x_std, y_std = method._standardize(x, y)
-    spec = method._spec(x_std.shape[1])
-    m = int(method.n_members)
-    params, state = method._init(spec, m)
-    t = len(configs)
-    stacked = jax.tree.map(lambda a: jnp.concatenate([a] * t), (params, state))
-    optimizer = per_member([nadamw(c["learning_rate"], c["momentum"], c["weight_decay"])
-                            for c in configs for _ in range(m)])
-    epochs = [c["n_epochs"] for c in configs for _ in range(m)]
-    p, _, _ = train(gaussian_nll_loss(spec), *stacked, x_std, y_std, optimizer=optimizer,
-                    n_epochs=epochs, batch_size=int(method.batch_size),
-                    key=jax.random.PRNGKey(seed), n_members=t * m, label="batched: epochs")
-    jax.block_until_ready(p)
+    methods = [NeuralEnsemble(**FIXED, **config, random_state=seed) for config in configs]
+    NeuralEnsemble.fit_together(methods, x, y)
+    jax.block_until_ready(methods[-1].params_)
 
 
 def sweeps(x, y, batch_size: int, budgets=(10, 30), seeds=range(5)) -> None:

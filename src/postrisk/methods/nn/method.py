@@ -187,15 +187,13 @@ class NeuralNetworkMethod(UncertaintyMethod):
             label=f"{cls.name}: {len(methods)} configurations, epochs")
         start = 0
         for method, count in zip(methods, counts, strict=True):
-            size = count or 1
-            part = slice(start, start + size)
-            pick = (lambda a, part=part: a[part]) if count else (lambda a, i=start: a[i])
-            method.params_, method.state_ = jax.tree.map(pick, (params, state))
-            method.history_ = {"loss": history["loss"][part][..., :int(method.n_epochs)],
+            # its members, or (one network) its one member without the member axis
+            index = slice(start, start + count) if count else start
+            method.params_, method.state_ = jax.tree.map(lambda a, i=index: a[i],
+                                                         (params, state))
+            method.history_ = {"loss": history["loss"][index][..., :int(method.n_epochs)],
                                "seconds": history["seconds"]}
-            if count is None:
-                method.history_["loss"] = method.history_["loss"][0]
-            start += size
+            start += count or 1
 
     def variance_bounds(self) -> tuple[float, float]:
         """(floor, ceiling) of a member's variance in standardised units (Var(ỹ) = 1)."""
