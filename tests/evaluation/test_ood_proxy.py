@@ -9,6 +9,7 @@ from postrisk.evaluation.ood_proxy import (
     classifier_separability,
     distance_bins,
     distance_matched_indices,
+    ground_truth_partial_spearman,
     ground_truth_shift,
     instance_mean_interval,
     instance_ood_record,
@@ -306,6 +307,37 @@ def test_partial_spearman_vanishes_when_eu_follows_distance_only():
     assert partial_spearman(np.exp(d), true_var, d) is None  # ÊU a monotone function of d
     assert partial_spearman(np.ones(3000), true_var, d) is None
     assert partial_spearman([1.0, 2.0, 3.0], [2.0, 1.0, 3.0], [3.0, 1.0, 2.0]) is None
+
+
+def test_the_ground_truth_partial_spearman_is_over_the_in_distribution_points():
+    """Seven ID query points at distances 1…7 and three OOD points farther out (8, 9, 10),
+    where the truth is more uncertain but ÊU is lowest. Within the ID points ÊU and σ²_f are
+    each rank-uncorrelated with the distance (Σd² against the distance ranks is 56 for both,
+    so ρ = 1 − 6·56/(7·48) = 0) and Σd² between them is 14, so ρ(ÊU, σ²_f) = 1 − 6·14/336 =
+    0.75, which the partial correlation keeps: (0.75 − 0·0) / √(1·1) = 0.75. Over all ten
+    points the OOD points' opposite ranks pull it to about 0.05."""
+    distance = np.arange(1.0, 11.0)
+    eu = np.array([1, 4, 6, 7, 5, 3, 2, 0.3, 0.2, 0.1])
+    posterior_var = np.array([1, 5, 6, 4, 7, 3, 2, 8, 9, 10], dtype=float)
+    is_ood = np.arange(10) >= 7
+    ranks_id = rankdata(eu[:7]), rankdata(posterior_var[:7]), rankdata(distance[:7])
+    assert [float(np.sum((a - b) ** 2)) for a, b in
+            ((ranks_id[0], ranks_id[2]), (ranks_id[1], ranks_id[2]),
+             (ranks_id[0], ranks_id[1]))] == [56.0, 56.0, 14.0]
+    got = ground_truth_partial_spearman(eu, posterior_var, distance, is_ood)
+    assert got["partial_spearman"] == pytest.approx(0.75, abs=1e-12)  # the headline: ID only
+    assert got["partial_spearman"] == pytest.approx(
+        residual_partial(eu[:7], posterior_var[:7], distance[:7]), abs=1e-12)
+    # all points, ID and OOD together: the additional value, a different number
+    assert got["partial_spearman_all_points"] == pytest.approx(
+        residual_partial(eu, posterior_var, distance), abs=1e-12)
+    assert got["partial_spearman_all_points"] == pytest.approx(0.0538, abs=1e-3)
+    assert got["partial_spearman_all_points"] == partial_spearman(eu, posterior_var, distance)
+    # fewer than four ID points: no ID value, the all-points one remains
+    few = ground_truth_partial_spearman(eu, posterior_var, distance, np.arange(10) >= 3)
+    assert few["partial_spearman"] is None and few["partial_spearman_all_points"] is not None
+    with pytest.raises(ValueError, match="differ in shape"):
+        ground_truth_partial_spearman(eu, posterior_var[:9], distance, is_ood)
 
 
 def test_bad_input_raises_clear_errors():

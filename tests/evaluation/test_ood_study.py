@@ -11,6 +11,7 @@ import xarray as xr
 from postrisk.core.io import open_zarr, write_zarr_atomic
 from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.build import Covariates
+from postrisk.evaluation.ood_proxy import partial_spearman
 from postrisk.evaluation.ood_study import ood_records, write_ood_fits
 from postrisk.gp.kernels import default_kernel
 from postrisk.methods.records import benchmark_configuration, fit_records_to_dataset
@@ -74,7 +75,24 @@ def test_records_and_tables(study):
     frame = pd.DataFrame([r for k, rec in records for r in record_rows(k, rec)])
     table = table11(frame, np.random.default_rng(0), n_boot=50)
     assert table["method"].tolist() == ["blr", "mahalanobis", "knn10", "classifier"]
+    # the headline partial correlation is over the ID query points, the other over all
+    fits = open_zarr(study["fits"])
+    for (key, record), (_, _, _, per_method) in zip(records, truths, strict=True):
+        i = fits["seed"].values.tolist().index(key["seed"])
+        eu, var = fits["epistemic_var"].values[i], fits["posterior_var"].values[i]
+        is_id = ~fits["is_ood"].values[i].astype(bool)
+        distance = record["matching"]["distance"]
+        assert per_method["blr"]["partial_spearman"] is not None
+        assert per_method["blr"]["partial_spearman"] == partial_spearman(
+            eu[is_id], var[is_id], distance[is_id])
+        assert per_method["blr"]["partial_spearman_all_points"] == partial_spearman(
+            eu, var, distance)
+        assert per_method["blr"]["partial_spearman"] != per_method["blr"][
+            "partial_spearman_all_points"]
     truth = pd.DataFrame([r for args in truths for r in ground_truth_rows(*args)])
+    by_method = truth[truth["kind"] == "method"]
+    for column in ("partial_spearman", "partial_spearman_all_points"):
+        assert by_method[column].tolist() == [t[3]["blr"][column] for t in truths]
     assert set(truth["kind"]) == {"truth", "method"}
     assert (truth.loc[truth["kind"] == "truth", "auroc_all"] > 0.6).all()  # so does the truth
 

@@ -1,12 +1,19 @@
 """NGBoost-NIG and NGBoost-Bag (the paper, App. C.3): determinism, equivariance under affine
-maps of the target, the members' reduction and resampling, and the NIG's EU = AU/λ."""
+maps of the target, the members' reduction and resampling, and the NIG's EU = AU/λ; NGBoost-NIG's
+default metric (the empirical one) and its regularised-Fisher ablation."""
 
 import numpy as np
 import pytest
 from ngboost.distns import Normal
 
 from postrisk.methods import nig
-from postrisk.methods.ngboost import NGBoostBag, NGBoostNIG, make_ngb_regressor, nig_distribution
+from postrisk.methods.ngboost import (
+    NGBoostBag,
+    NGBoostNIG,
+    RegularisedFisherNGBoostNIG,
+    make_ngb_regressor,
+    nig_distribution,
+)
 from postrisk.methods.resampling import member_resamples, member_seeds
 
 N = 150
@@ -61,10 +68,10 @@ def test_declared_interface():
     assert NGBoostNIG().hyperparameters() == {
         "n_estimators": 400, "learning_rate": 0.05, "max_depth": 4, "minibatch_frac": 1.0,
         "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1,
-        "natural_gradient_metric": "regularised_fisher"}
+        "natural_gradient_metric": "empirical"}
     # the metric is the ablation variable, fixed per run: declared, never searched
     assert set(NGBoostNIG.search_space) == set(NGBoostNIG.defaults) - {"natural_gradient_metric"}
-    assert NGBoostNIG.implementation_version == 2
+    assert NGBoostNIG.implementation_version == 3  # 3: the default metric became empirical
     assert NGBoostBag().hyperparameters() == {
         "n_estimators": 500, "learning_rate": 0.01, "max_depth": 3, "minibatch_frac": 1.0,
         "col_sample": 1.0, "natural_gradient": True, "n_regressors": 10,
@@ -111,7 +118,7 @@ def test_nig_refuses_a_non_positive_kl_strength_where_the_metric_needs_one(toy):
 def test_nig_distribution_uses_the_analytic_score_and_metric():
     """NGBoost finds the NIG score for LogScore, and its manifold's score, gradient and metric
     are the ones of postrisk.methods.nig (no Monte-Carlo Fisher estimate)."""
-    dist = nig_distribution(0.2, 0.3)
+    dist = nig_distribution(0.2, 0.3, "regularised_fisher")
     model = make_ngb_regressor(dist, n_estimators=1, learning_rate=0.1, max_depth=2,
                                minibatch_frac=1.0, col_sample=1.0, natural_gradient=True,
                                random_state=0)
@@ -180,8 +187,10 @@ def test_nig_empirical_metric_is_the_one_ngboost_steps_with():
     y30 = rng.normal(size=30)
     grads, theta0 = first_step_gradients(nig_distribution(0.1, 0.05, "empirical"), x, y30)
     np.testing.assert_allclose(grads, hand_empirical_step(theta0, y30, 0.1, 0.05), rtol=1e-8)
-    # unlike the regularised Fisher metric's step
-    fisher, _ = first_step_gradients(nig_distribution(0.1, 0.05), x, y30)
+    # the default metric; unlike the regularised Fisher metric's step
+    default, _ = first_step_gradients(nig_distribution(0.1, 0.05), x, y30)
+    np.testing.assert_array_equal(default, grads)
+    fisher, _ = first_step_gradients(nig_distribution(0.1, 0.05, "regularised_fisher"), x, y30)
     assert not np.allclose(grads, fisher)
 
 
@@ -207,13 +216,55 @@ def test_nig_euclidean_metric_is_the_plain_gradient(toy):
     assert not np.allclose(preds["euclidean"].mean, preds["empirical"].mean)
 
 
-def test_nig_default_metric_is_the_regularised_fisher(toy):
+def test_nig_default_metric_is_the_empirical_one(toy):
+    """The paper's NGBoost-NIG: the NGBoost authors' empirical metric by default, read from the
+    estimator's parameters, and the fit is the one with the metric named."""
+    from postrisk.methods.registry import make_method
+
+    assert make_method("ngboost_nig").get_params()["natural_gradient_metric"] == "empirical"
+    assert NGBoostNIG().get_params()["natural_gradient_metric"] == "empirical"
     x, y, x_eval = toy
     default = NGBoostNIG(random_state=3, **NIG_SMALL).fit(x, y)
-    explicit = NGBoostNIG(random_state=3, natural_gradient_metric="regularised_fisher",
+    explicit = NGBoostNIG(random_state=3, natural_gradient_metric="empirical",
                           **NIG_SMALL).fit(x, y)
     assert_same(default.predict(x_eval), explicit.predict(x_eval))
-    assert default.model_.Dist.natural_gradient_metric == "regularised_fisher"
+    assert default.model_.Dist.natural_gradient_metric == "empirical"
+
+
+def test_the_regularised_fisher_ablation_is_ngboost_nig_with_that_metric(toy):
+    """An ablation of ngboost_nig (its row of the ablation table), with only the metric's
+    default changed: it fits as NGBoost-NIG with natural_gradient_metric="regularised_fisher"."""
+    from postrisk.methods.registry import display_name
+    from postrisk.methods.table import ABLATION_TABLE, entry_at
+
+    entry = entry_at("postrisk.methods.ngboost:RegularisedFisherNGBoostNIG")
+    assert entry in ABLATION_TABLE and entry.ablates == "ngboost_nig" == NGBoostNIG.name
+    assert entry.change == "natural_gradient_metric"
+    assert (RegularisedFisherNGBoostNIG.name, RegularisedFisherNGBoostNIG.display_name) == (
+        "ngboost_nig_regularised_fisher", "NGBoost-NIG (regularised Fisher)") == (
+        entry.name, entry.display_name)
+    assert display_name(entry.name) == entry.display_name
+    params = RegularisedFisherNGBoostNIG().get_params()
+    assert params == {**NGBoostNIG().get_params(), "natural_gradient_metric": "regularised_fisher"}
+    assert RegularisedFisherNGBoostNIG.search_space == NGBoostNIG.search_space
+    x, y, x_eval = toy
+    ablation = RegularisedFisherNGBoostNIG(random_state=3, **NIG_SMALL).fit(x, y)
+    explicit = NGBoostNIG(random_state=3, natural_gradient_metric="regularised_fisher",
+                          **NIG_SMALL).fit(x, y)
+    assert ablation.model_.Dist.natural_gradient_metric == "regularised_fisher"
+    assert_same(ablation.predict(x_eval), explicit.predict(x_eval))
+    default = NGBoostNIG(random_state=3, **NIG_SMALL).fit(x, y).predict(x_eval)
+    assert not np.allclose(ablation.predict(x_eval).aleatoric_var, default.aleatoric_var)
+
+
+def test_the_metric_ablation_is_kept_out_of_the_method_tables():
+    import pandas as pd
+
+    from postrisk.report.table_builders import without_ablations
+
+    scores = pd.DataFrame({"method": ["ngboost_nig", "ngboost_nig_regularised_fisher", "gp"],
+                           "spearman_au": [0.1, 0.2, 0.3]})
+    assert list(without_ablations(scores)["method"]) == ["ngboost_nig", "gp"]
 
 
 def test_nig_refuses_unknown_metrics_and_a_negative_kl_strength(toy):
@@ -305,17 +356,20 @@ def test_bag_resamples_with_replacement_and_raw_targets(toy):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("metric", ["empirical", "regularised_fisher"])
 @pytest.mark.parametrize("kl_strength, evidential_strength",
                          [(1e-4, 1e-4), (1e-4, 1.0), (1.0, 1e-4), (1e-3, 1e-3), (0.01, 0.01)])
-def test_nig_fits_across_its_regulariser_search_space(kl_strength, evidential_strength):
-    """The corners of the strengths' search space (and the settings where the undamped natural
-    gradient drove α → 1: AU non-finite) give finite predictions on the 1-D toy problem."""
+def test_nig_fits_across_its_regulariser_search_space(kl_strength, evidential_strength, metric):
+    """The corners of the strengths' search space (and the settings where the undamped
+    regularised Fisher natural gradient drove α → 1: AU non-finite) give finite predictions on
+    the 1-D toy problem, with the default metric and with the ablation's."""
     from postrisk.evaluation.toy import toy_problem
     from postrisk.methods.runner import run_fit
 
     toy = toy_problem(0)
     record = run_fit("ngboost_nig", {"kl_strength": kl_strength,
-                                     "evidential_strength": evidential_strength},
+                                     "evidential_strength": evidential_strength,
+                                     "natural_gradient_metric": metric},
                      toy.x_train, toy.y_train, toy.x_eval, random_state=0, n_threads=1)
     assert record.ok, record.error
 

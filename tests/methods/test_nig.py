@@ -223,6 +223,11 @@ def test_fit_recovers_the_identifiable_parameters():
     mean uncertainty), so any (λ, β) on that curve fits the data equally well: they are not
     separately identified and are not checked. Tolerance: 4 standard errors from the inverse
     Fisher information of the Student-t over n.
+
+    With the regularised Fisher metric (the ablation's): the default, empirical metric's step
+    g/(gᵀg + 1e-5) stalls short of the maximum (measured: μ 2.1, ν 2.8, scale² 1.8 standard
+    errors from the truth and ν 2.7 from the maximum-likelihood fit after 200 iterations, no
+    closer after 1,000), so it cannot show the optimum.
     """
     mu, lam, alpha, beta = 0.5, 2.0, 3.0, 1.5
     nu, scale2 = 2 * alpha, beta * (1 + lam) / (lam * alpha)
@@ -231,7 +236,7 @@ def test_fit_recovers_the_identifiable_parameters():
                     random_state=np.random.default_rng(5))
     x = np.zeros((n, 1))
     model = NGBoostNIG(kl_strength=1e-6, evidential_strength=1e-6, n_estimators=200,
-                       learning_rate=0.3).fit(x, y)
+                       learning_rate=0.3, natural_gradient_metric="regularised_fisher").fit(x, y)
     p = {k: float(v[0]) for k, v in model.predict_params(x[:1]).items()}
     nu_hat, scale2_hat = 2 * p["alpha"], p["beta"] * (1 + p["lam"]) / (p["lam"] * p["alpha"])
 

@@ -12,19 +12,30 @@ toy of ``postrisk.evaluation.toy`` (never retuned to pass). Expectations:
 * ``blr``: ``beyond`` vs ``in`` only;
 * every other method (DKL, the trees, MC dropout, NN-EDL, NN-DEUP, NN-Lap, NN-FSP, NN-SWAG):
   its measured values, recorded here, with the reason where it fails (trees extrapolate flat;
-  NIG: EU = AU/λ).
+  NIG: EU = AU/λ);
+* a heteroscedastic-AU method that misses 0.7 for a documented reason (``RECORDED_AU``: only
+  NGBoost-NIG with its default, the empirical metric): its measured Spearman, recorded as a
+  range around it.
+
+The App. D.2-style ablation of NGBoost-NIG's metric (``ngboost_nig_regularised_fisher``) runs
+here too (``ABLATIONS``), at the full thresholds.
 """
 
 import pytest
 from scipy import stats
 from sklearn.base import clone
 
+from postrisk.core.lazy import Entry
 from postrisk.evaluation.toy import toy_behaviour, toy_problem
 from postrisk.methods.registry import implemented_methods, make_method
 from postrisk.methods.runner import run_estimator
+from postrisk.methods.table import ABLATION_ENTRIES
 
 THRESHOLD_AU = 0.7
 THRESHOLD_EU = 0.8
+#: The ablations held to the toy's expectations too (by registry name; each needs its own
+#: EXPECTED entry).
+ABLATIONS = ("ngboost_nig_regularised_fisher",)
 
 #: method -> (heteroscedastic AU expected, regions whose EU-AUROC vs ``in`` must reach 0.8)
 EXPECTED = {
@@ -38,8 +49,10 @@ EXPECTED = {
     "dkl": (False, ()),
     # The tree ensembles: no EU-AUROC threshold (trees extrapolate flat: beyond the data and in
     # the gap every input falls into the leaves of the nearest training inputs); measured values
-    # recorded below. NGBoost-NIG's EU is its AU divided by a learned λ.
+    # recorded below. NGBoost-NIG's EU is its AU divided by a learned λ; its AU with the default
+    # (empirical) metric is a documented exception (RECORDED_AU), the ablation's is held to 0.7.
     "ngboost_nig": (True, ()),
+    "ngboost_nig_regularised_fisher": (True, ()),
     "ngboost_bag": (True, ()),
     "catboost_ps": (True, ()),
     "catboost_kgb": (False, ()),  # AU: one held-out MSE (constant)
@@ -72,10 +85,13 @@ RECORDED = {
     ("dkl", "beyond"): (0.9, 1.0),
     ("dkl", "gap"): (0.8, 1.0),
     # Measured at writing (random states 0/1/2), recorded as ranges around them. NIG: EU = AU/λ
-    # with AU largest where the noise is (x near 1), so EU is lowest beyond the data:
-    # beyond 0.023 (all three: the 1-D fit has nothing random), gap 0.440.
+    # with AU largest right of the gap, where the noise is, so EU is lowest beyond the data. The
+    # default, empirical metric: beyond 0.009, gap 0.297 (all three: the 1-D fit has nothing
+    # random); the regularised Fisher ablation: beyond 0.023, gap 0.440.
     ("ngboost_nig", "beyond"): (0.0, 0.1),
-    ("ngboost_nig", "gap"): (0.3, 0.6),
+    ("ngboost_nig", "gap"): (0.15, 0.45),
+    ("ngboost_nig_regularised_fisher", "beyond"): (0.0, 0.1),
+    ("ngboost_nig_regularised_fisher", "gap"): (0.3, 0.6),
     # Bags of flat extrapolators: members agree beyond the data and in the gap about as much as
     # inside it. Beyond 0.443/0.590/0.440, gap 0.531/0.568/0.567.
     ("ngboost_bag", "beyond"): (0.3, 0.7),
@@ -118,13 +134,28 @@ RECORDED = {
     ("nn_fsp", "gap"): (0.85, 1.0),
 }
 
+#: Heteroscedastic-AU methods whose Spearman(AU, σ²_ε) on ``in`` misses THRESHOLD_AU for a
+#: documented reason: method -> (low, high) around the measured value. Every other method with
+#: heteroscedastic AU is held to THRESHOLD_AU.
+RECORDED_AU = {
+    # NGBoost-NIG with its default, the NGBoost authors' empirical metric g gᵀ + 1e-5·I (as the
+    # paper runs it: it reproduces the paper's ρ(ÊU, ÂU) = 1.00; docs/deviations.md M16): measured
+    # 0.373 (random states 0/1/2 alike), against 0.712 with the regularised Fisher metric (the
+    # ablation ngboost_nig_regularised_fisher, held to 0.7 above). With the per-row step
+    # g/(gᵀg + 1e-5), λ stays within 1.4–1.9 on `in` (regularised Fisher: 2.4–6.2), so EU = AU/λ
+    # ranks as AU (ρ(ÊU, ÂU) there 0.99, the paper's coupling); AU = E[σ²] stays far above the
+    # noise (0.29–0.42 against σ²_ε 0.003–0.085) and rises with it left of the gap (Spearman
+    # 0.63) but not right of it (−0.42).
+    "ngboost_nig": (0.25, 0.5),
+}
+
 #: RMSE of the mean on ``in``: smooth methods fit the toy to < 0.1 (noise SD 0.05–0.3); tree
 #: ensembles are piecewise constant in x, and the SGLB and KGB means average posterior samples
-#: (measured: NIG 0.123; Bag 0.095/0.094/0.091; PS 0.121/0.122/0.115; KGB 0.137/0.135/0.135);
-#: MC dropout's mean averages 128 thinned networks, each trained to fit with a tenth of its
-#: units dropped (measured 0.103/0.082/0.094).
-RMSE_IN = {"blr": 0.5, "ngboost_nig": 0.15, "ngboost_bag": 0.12, "catboost_ps": 0.15,
-           "catboost_kgb": 0.16, "nn_drop": 0.13}
+#: (measured: NIG 0.113, with the regularised Fisher metric 0.123; Bag 0.095/0.094/0.091; PS
+#: 0.121/0.122/0.115; KGB 0.137/0.135/0.135); MC dropout's mean averages 128 thinned networks,
+#: each trained to fit with a tenth of its units dropped (measured 0.103/0.082/0.094).
+RMSE_IN = {"blr": 0.5, "ngboost_nig": 0.15, "ngboost_nig_regularised_fisher": 0.15,
+           "ngboost_bag": 0.12, "catboost_ps": 0.15, "catboost_kgb": 0.16, "nn_drop": 0.13}
 
 
 @pytest.fixture(scope="module")
@@ -132,11 +163,19 @@ def toy():
     return toy_problem(0)
 
 
+def _method(name: str, random_state: int):
+    """An unfitted instance of a built-in method or of an ablation (by its location)."""
+    if name in ABLATION_ENTRIES:
+        cls = Entry(ABLATION_ENTRIES[name].location).load()
+        return cls(random_state=random_state, n_threads=2)
+    return make_method(name, random_state=random_state, n_threads=2)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("random_state", [0, 1, 2])
-@pytest.mark.parametrize("method", implemented_methods())
+@pytest.mark.parametrize("method", [*implemented_methods(), *ABLATIONS])
 def test_toy_behaviour(method, random_state, toy):
-    fitted = clone(make_method(method, random_state=random_state, n_threads=2))
+    fitted = clone(_method(method, random_state))
     record = run_estimator(fitted, toy.x_train, toy.y_train, toy.x_eval)
     assert record.ok, record.error
     state = set(vars(fitted)) - set(fitted.get_params())  # fitted state ends in "_"
@@ -146,7 +185,10 @@ def test_toy_behaviour(method, random_state, toy):
         pytest.fail(f"{method}: state its toy expectations in EXPECTED (heteroscedastic AU?, "
                     "regions whose EU-AUROC must reach 0.8) before it is registered")
     heteroscedastic, regions = EXPECTED[method]
-    if heteroscedastic:
+    if heteroscedastic and method in RECORDED_AU:  # a documented exception, as measured
+        low, high = RECORDED_AU[method]
+        assert low <= got["au_spearman_in"] <= high, got
+    elif heteroscedastic:
         assert got["au_spearman_in"] >= THRESHOLD_AU, got
     else:
         assert got["au_spearman_in"] is None, got  # constant AU: not applicable

@@ -8,10 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from postrisk.core.io import write_zarr_atomic
+from postrisk.core.io import open_zarr, write_zarr_atomic
 from postrisk.covariates.registry import get_dataset
 from postrisk.report.checks import OUTER_SHELL, collect_checks
-from postrisk.report.table4 import TABLE4_COLUMNS, paper_table4, table4, write_table4
+from postrisk.report.table4 import (
+    RUN_COLUMNS,
+    TABLE4_COLUMNS,
+    paper_table4,
+    realised_noise_to_signal,
+    table4,
+    write_table4,
+)
 from tests.conftest import OFFLINE_DATASETS, REPO
 from tests.task_helpers import gp_task
 
@@ -48,15 +55,24 @@ def test_table4_pure_builder_puts_the_papers_values_beside_ours():
     ours = {"concrete": {"d": 8, "N": 1030, "n_eval": 515, "n": 348, "noise_to_signal": 0.23,
                          "kernel": "rq + linear"},
             "diamonds": {"d": 6, "N": 53940, "n_eval": 600, "n": 500, "noise_to_signal": 0.32}}
+    ours["concrete"]["realised"] = [0.2, 0.3]
     table = table4(ours, "demo")
-    assert list(table.columns) == ["scale", "dataset", *TABLE4_COLUMNS,
+    assert list(table.columns) == ["scale", "dataset", *RUN_COLUMNS,
                                    *(f"paper_{c}" for c in TABLE4_COLUMNS)]
+    assert list(RUN_COLUMNS) == ["d", "N", "n_eval", "n", "noise_to_signal",
+                                 "realised_noise_to_signal", "n_instances", "kernel"]
     assert table["dataset"].tolist() == ["concrete", "diamonds"]
     row = table.set_index("dataset").loc["diamonds"]
     assert (row["n_eval"], row["paper_n_eval"], row["n"], row["paper_n"]) == (600, 1500, 500,
                                                                            2000)
     assert pd.isna(row["kernel"]) and row["paper_kernel"] == "rbf"  # no GP prior in the run
     assert table.set_index("dataset").loc["concrete", "paper_kernel"] == "rq + linear"
+    # the realised ratio: the mean over the instances given, beside how many; none: NaN and 0
+    concrete = table.set_index("dataset").loc["concrete"]
+    assert concrete["realised_noise_to_signal"] == pytest.approx(0.25)
+    assert concrete["n_instances"] == 2
+    assert pd.isna(row["realised_noise_to_signal"]) and row["n_instances"] == 0
+    assert "paper_realised_noise_to_signal" not in table.columns  # not in the paper
     given = table4({"x": {"d": 1}}, "smoke", paper={"x": {"d": 2, "kernel": "linear"}})
     assert given.iloc[0][["d", "paper_d", "paper_kernel"]].tolist() == [1, 2, "linear"]
     assert pd.isna(given.iloc[0]["paper_N"])
@@ -99,6 +115,10 @@ def test_table4_of_the_offline_datasets_equals_their_stores_and_priors(tmp_path,
         assert (row["d"], row["N"], row["n_eval"]) == (ds.attrs["d"], ds.attrs["N"],
                                                        ds.attrs["n_eval"])
         assert row["n"] == n_of[name] and row["noise_to_signal"] == spec.noise_to_signal
+        stores = [s for s in map(open_zarr, tasks) if s.attrs["dataset"] == name]
+        assert row["n_instances"] == len(stores) == 2
+        assert row["realised_noise_to_signal"] == pytest.approx(np.mean(
+            [s["noise_var_eval"].values.mean() / s["f_true_eval"].values.var() for s in stores]))
         assert {f"paper_{k}": v for k, v in paper_table4(name).items()} == {
             c: row[c] for c in row.index if c.startswith("paper_")}
         # the offline copies give Table 4's d, N and (uncapped) n_eval
@@ -107,6 +127,35 @@ def test_table4_of_the_offline_datasets_equals_their_stores_and_priors(tmp_path,
     assert rows.loc["concrete", "kernel"] == "linear + rq"  # the prior file's, not the registry's
     assert rows.loc["diamonds", "kernel"] == "rbf"
     assert pd.isna(rows.loc["health_insurance", "kernel"])
+
+
+def test_table4_realised_noise_to_signal_by_hand(tmp_path, offline_covariates):
+    """Two instances of Concrete with 20 evaluation points each, their noise variance and f*
+    there set by hand: the realised ratio is mean σ²_ε / Var(f*) per instance (Var with ddof
+    0), averaged over the two."""
+    from postrisk.covariates import write_covariates
+
+    store = str(write_covariates(offline_covariates["concrete"], tmp_path / "concrete.zarr"))
+    by_hand = [
+        # f* = ±1 alternating: Var = 1; σ²_ε alternating 0.1, 0.3: mean 0.2 -> ratio 0.2
+        (np.tile([-1.0, 1.0], 10), np.tile([0.1, 0.3], 10), 0.2),
+        # f* = 3 ± 2 alternating: Var = 4; σ²_ε alternating 0.2, 0.6: mean 0.4 -> ratio 0.1
+        (np.tile([1.0, 5.0], 10), np.tile([0.2, 0.6], 10), 0.1),
+    ]
+    tasks = []
+    for i, (f, noise_var, ratio) in enumerate(by_hand):
+        assert realised_noise_to_signal(noise_var, f) == pytest.approx(ratio)
+        ds = gp_task(n=30, m=20, seed=i).ds.copy()
+        ds["f_true_eval"] = ("eval",), f
+        ds["noise_var_eval"] = ("eval",), noise_var
+        ds.attrs.update(dataset="concrete", noise_to_signal=0.23)
+        tasks.append(str(write_zarr_atomic(ds, tmp_path / f"t{i}.zarr")))
+    row = write_table4(tasks, {"concrete": store}, {}, tmp_path / "t4.csv", "demo").iloc[0]
+    assert row["noise_to_signal"] == 0.23  # the configured ρ, as the stores record it
+    assert row["realised_noise_to_signal"] == pytest.approx((0.2 + 0.1) / 2)  # = 0.15
+    assert row["n_instances"] == 2
+    with pytest.raises(ValueError, match="constant"):
+        realised_noise_to_signal([0.1, 0.1], [2.0, 2.0])
 
 
 def test_table4_refuses_task_stores_that_disagree(tmp_path, offline_covariates):

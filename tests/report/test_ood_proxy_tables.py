@@ -80,7 +80,8 @@ def test_ground_truth_table_by_hand():
         rows += ground_truth_rows(
             _key(seed), {"median_var_ratio": 2.0, "auroc_posterior_var": 0.98},
             {"median_var_ratio": ratio, "auroc_posterior_var": 0.64},
-            {"gp": {"median_eu_ratio": ratio - 0.1, "partial_spearman": 0.8}})
+            {"gp": {"median_eu_ratio": ratio - 0.1, "partial_spearman": 0.8,
+                    "partial_spearman_all_points": 0.1 * seed}})
     table = ground_truth_table(pd.DataFrame(rows), np.random.default_rng(0), n_boot=100)
     truth, gp = table.iloc[0], table.iloc[1]
     assert truth["median_ratio_matched"] == pytest.approx(1.4)
@@ -88,5 +89,7 @@ def test_ground_truth_table_by_hand():
     assert truth["auroc_all"] == pytest.approx(0.98) and truth["auroc_matched"] == 0.64
     assert (truth["paper_median_ratio"], truth["paper_auroc_matched"]) == (1.36, 0.643)
     assert gp["median_ratio_matched"] == pytest.approx(1.3)
-    assert gp["partial_spearman"] == pytest.approx(0.8)
+    assert gp["partial_spearman"] == pytest.approx(0.8)  # the ID points' value
+    assert gp["partial_spearman_all_points"] == pytest.approx(0.1)  # mean of 0, 0.1, 0.2
+    assert pd.isna(truth["partial_spearman_all_points"])
     assert (gp["paper_median_ratio"], gp["paper_partial_spearman"]) == (1.27, 0.84)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from postrisk.evaluation.scoring import METRICS
+from postrisk.report.table_builders import without_ablations
 from postrisk.report.tables import build_tables
 
 TARGETS = ("posterior_excess_risk", "posterior_variance", "pointwise_excess_risk")
@@ -77,6 +78,57 @@ def test_ablations_stay_out_of_the_method_tables(tables):
         methods = set(tables[name]["method"])
         assert "nn_ens" in methods or name != "table8"
         assert not methods & {"nn_ens_natural_head", "vlgp_plug_in_au"}, name
+
+
+# -- NGBoost-NIG's metric: the empirical default beside the regularised Fisher ablation -------
+def _metric_scores():
+    """ngboost_nig and its regularised-Fisher ablation on three common instances (two
+    heteroscedastic), the ablation alone on a fourth; ρ(ÊU, ÂU) and ρ(ÊU, posterior excess
+    risk) by hand."""
+    rows = []
+    instances = [("d1", "bump", True), ("d2", "bump", True), ("d1", "homoscedastic", False),
+                 ("d3", "bump", True)]
+    base = {"rho_eu_au_hat": [0.9, 1.0, 0.5], "spearman_eu_posterior_excess_risk": [0.1, 0.2, 0.3]}
+    ablation = {"rho_eu_au_hat": [0.7, 0.8, 0.1, 0.0],
+                "spearman_eu_posterior_excess_risk": [0.4, 0.5, 0.6, -1.0]}
+    for method, values in (("ngboost_nig", base), ("ngboost_nig_regularised_fisher", ablation)):
+        for i, (dataset, noise, hetero) in enumerate(instances[:len(values["rho_eu_au_hat"])]):
+            rows.append({"dataset": dataset, "prior": "gp", "noise": noise,
+                         "coverage": "balanced", "seed": 0, "heteroscedastic": hetero,
+                         "method": method, "kind": "method", "status": "ok",
+                         "spearman_au": 0.5, **{k: v[i] for k, v in values.items()}})
+    frame = pd.DataFrame(rows)
+    for column in METRICS:
+        if column not in frame:
+            frame[column] = np.nan
+    return frame
+
+
+def test_ngboost_nig_metric_table_by_hand():
+    tables = {t.name: t.frame for t in build_tables(_metric_scores(), np.random.default_rng(0),
+                                                    n_boot=20)}
+    frame = tables["ngboost_nig_metric"]
+    assert len(frame) == 1
+    row = frame.iloc[0]
+    assert (row["method"], row["display_name"], row["ablation"]) == (
+        "ngboost_nig", "NGBoost-NIG", "ngboost_nig_regularised_fisher")
+    # the common instances only (d3 is the ablation's alone); ρ(ÊU, ÂU) on the
+    # heteroscedastic two, ρ(ÊU, posterior excess risk) on all three
+    assert (row["instances"], row["heteroscedastic_instances"]) == (3, 2)
+    assert row["rho_eu_au_hat"] == pytest.approx((0.9 + 1.0) / 2)
+    assert row["rho_eu_au_hat_regularised_fisher"] == pytest.approx((0.7 + 0.8) / 2)
+    assert row["spearman_eu_posterior_excess_risk"] == pytest.approx((0.1 + 0.2 + 0.3) / 3)
+    assert row["spearman_eu_posterior_excess_risk_regularised_fisher"] == pytest.approx(
+        (0.4 + 0.5 + 0.6) / 3)
+    assert row["paper_rho_eu_au_hat"] == 1.0  # the paper's Table 8
+    assert pd.isna(row["paper_spearman_eu_posterior_excess_risk"])  # not in its text
+    # the ablation stays out of the method tables
+    assert set(tables["scores"]["method"]) == {"ngboost_nig"}
+    # a run without the ablation: the table is empty, with its columns
+    empty = {t.name: t.frame for t in build_tables(
+        without_ablations(_metric_scores()), np.random.default_rng(0),
+        n_boot=20)}["ngboost_nig_metric"]
+    assert empty.empty and "rho_eu_au_hat_regularised_fisher" in empty.columns
 
 
 # -- the EU targets under the CRPS and the log score: additions beside the paper's ------------

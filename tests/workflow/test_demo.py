@@ -75,7 +75,8 @@ def test_demo_end_to_end_within_budget(demo, capsys):
     condition_scores = pd.concat([pd.read_csv(f) for f in
                                   (tmp_path / "results/scores").rglob("*.csv")])
     d2_tables = {"natural_head": ("natural_heads", "ablation"),
-                 "plug_in_au": ("vlgp_plug_in", "method")}
+                 "plug_in_au": ("vlgp_plug_in", "method"),
+                 "natural_gradient_metric": ("ngboost_nig_metric", "ablation")}
     for name in ablations:
         rows = condition_scores[condition_scores["method"] == name]
         assert len(rows) == per_method[name] and (rows["status"] == "ok").all(), name

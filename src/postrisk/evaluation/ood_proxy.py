@@ -34,7 +34,10 @@ Quantities
 
       ρ_{xy·z} = (r_xy − r_xz·r_yz) / √((1 − r_xz²)(1 − r_yz²)),
 
-  with r the Spearman correlations (Pearson correlations of average ranks).
+  with r the Spearman correlations (Pearson correlations of average ranks), over the ID query
+  points (:func:`ground_truth_partial_spearman`): whether ÊU reproduces the posterior's
+  variation within the in-distribution data beyond what the distance explains ("within the
+  white-wine data", App. D.3); over all query points as well, an addition.
 """
 
 from __future__ import annotations
@@ -478,3 +481,22 @@ def partial_spearman(eu, posterior_var, distance) -> float | None:
     if rest_x <= 1e-12 or rest_y <= 1e-12:
         return None
     return float(min(1.0, max(-1.0, (r_xy - r_xz * r_yz) / math.sqrt(rest_x * rest_y))))
+
+
+def ground_truth_partial_spearman(eu, posterior_var, distance, is_ood
+                                  ) -> dict[str, float | None]:
+    """The partial Spearman correlation of ÊU with σ²_f given d (:func:`partial_spearman`) on
+    the two sets of query points: ``partial_spearman`` over the in-distribution points only
+    (``is_ood`` False) — the study's value: App. D.3 asks whether ÊU reproduces the
+    posterior's variation *within* the in-distribution (white-wine) data, which a correlation
+    over both classes mixes with the ID/OOD contrast — and ``partial_spearman_all_points``
+    over every query point, ID and OOD together."""
+    e = as_vector("eu", eu)
+    ood = _as_mask("is_ood", is_ood, e.size)
+    v = as_vector("posterior_var", posterior_var)
+    d = as_vector("distance", distance)
+    if not (v.shape == d.shape == e.shape):
+        raise ValueError(f"eu, posterior_var and distance differ in shape: "
+                         f"{e.shape}, {v.shape}, {d.shape}")
+    return {"partial_spearman": partial_spearman(e[~ood], v[~ood], d[~ood]),
+            "partial_spearman_all_points": partial_spearman(e, v, d)}

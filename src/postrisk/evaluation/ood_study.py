@@ -12,7 +12,9 @@
    keyed by the instance) shared by every method and reference; the per-(instance, scorer) rows
    of Tables 11–12 and, for GP instances, the ground-truth half (σ²_f's shift on all and on
    the matched points; per method the median-ÊU ratio on the matched points and the partial
-   Spearman correlation of ÊU with σ²_f given the distance, over all query points).
+   Spearman correlation of ÊU with σ²_f given the distance over the in-distribution query
+   points, and over all query points as well:
+   :func:`postrisk.evaluation.ood_proxy.ground_truth_partial_spearman`).
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ from postrisk.evaluation.ood_fits import (
     true_posterior_variance,
 )
 from postrisk.evaluation.ood_proxy import (
+    ground_truth_partial_spearman,
     ground_truth_shift,
     instance_ood_record,
     median_eu_ratio,
-    partial_spearman,
 )
 from postrisk.tasks.key import CONDITION_COLUMNS, TaskKey
 from postrisk.tasks.store import validate_store
@@ -158,7 +160,7 @@ def ood_records(ood_fits: Iterable[str | Path], instances: Mapping[str, str | Pa
             matched = record["matching"]["indices"]
             distance = record["matching"]["distance"]
             per_method = {n: {"median_eu_ratio": median_eu_ratio(v[0], is_ood, matched),
-                              "partial_spearman": partial_spearman(v[0], truth, distance)}
+                              **ground_truth_partial_spearman(v[0], truth, distance, is_ood)}
                           for n, v in methods.items()}
             truths.append((key.as_dict(), ground_truth_shift(truth, is_ood),
                            ground_truth_shift(truth, is_ood, matched), per_method))

@@ -268,14 +268,19 @@ def rhat_sensitivity(scores: pd.DataFrame, strict: pd.Series, rhat_share: float 
 
 
 def noise_shape(scores: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    """Mean ρ(σ²_f, σ²_ε) of the truth over the heteroscedastic instances, per prior and
-    overall (the paper: 0.42 over its benchmark), from the oracle row's ``rho_eu_au_true``."""
+    """Mean ρ(σ²_f, σ²_ε) of the truth over the heteroscedastic instances, overall, per prior
+    and per coverage (one row each; ``prior`` and ``coverage`` say which, "all" where a row
+    pools), from the oracle row's ``rho_eu_au_true``."""
     rows = scores[(scores["method"] == "oracle") & scores["heteroscedastic"].astype(bool)]
     column = "rho_eu_au_true_posterior_variance"
+    groups = [("all", "all", rows),
+              *((prior, "all", group) for prior, group in rows.groupby("prior")),
+              *(("all", coverage, group) for coverage, group in rows.groupby("coverage"))]
     out = []
-    for prior, group in [("all", rows), *rows.groupby("prior")]:
+    for prior, coverage, group in groups:
         lo, hi = bootstrap_mean_interval(group[column], group["dataset"], rng)
-        out.append({"prior": prior, "instances": int(group[column].notna().sum()),
+        out.append({"prior": prior, "coverage": coverage,
+                    "instances": int(group[column].notna().sum()),
                     "mean_rho_posterior_variance_au": group[column].mean(),
                     "ci_low": lo, "ci_high": hi})
     return pd.DataFrame(out)

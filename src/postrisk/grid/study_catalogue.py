@@ -73,8 +73,11 @@ STUDY_CATALOGUE: tuple[Artefact, ...] = (
                      "in-distribution points (mean over instances with a bootstrap interval, "
                      "and its range) and its OOD AUROC (all points, matched); per method the "
                      "same ratio of its ÊU and its partial Spearman correlation with the true "
-                     "posterior variance given the Mahalanobis distance (all query points)."
-                     + _PAPER_SCALE),
+                     "posterior variance given the Mahalanobis distance over the "
+                     "in-distribution query points (partial_spearman: does ÊU follow the "
+                     "posterior's variation within the in-distribution data, App. D.3) and, "
+                     "as an addition, over all query points, ID and OOD together "
+                     "(partial_spearman_all_points)." + _PAPER_SCALE),
     Artefact("fig3b_ood_auroc", "studies/fig3b_ood_auroc.png", "ood_study", _OOD,
              kind="figure", reads=("table11",),
              title="OOD detection by ÊU, far and near (paper Figure 3B)",

@@ -24,8 +24,8 @@ The KL regulariser's reference NIG is centred at the row's own μ (:data:`EVIDEN
 its λ₀, α₀, β₀): it shrinks the evidence parameters (λ, α, β) towards one pseudo-observation of
 unit variance and leaves the regression function alone. A reference fixed at μ₀ = 0 would add
 ½λ₀μ²α/β, which pulls μ towards 0 and — through β — ties the AU to μ² rather than to the noise
-(on the project's 1-D toy problem the default strengths then gave Spearman(AU, σ²_ε) = −0.11 on
-the training support, against 0.71 centred).
+(on the project's 1-D toy problem the default strengths with the regularised Fisher metric then
+gave Spearman(AU, σ²_ε) = −0.11 on the training support, against 0.71 centred).
 
 Everything here is vectorised NumPy/SciPy over arrays of rows (no NGBoost; the NLL and the
 evidential regulariser also take JAX arrays, for the neural variant): the NLL, the
@@ -321,8 +321,8 @@ def nig_fisher_internal(theta: Sequence[Any]) -> np.ndarray:
 
 def evidential_metric(theta: Sequence[Any], kl_strength: float,
                       damping: float = METRIC_DAMPING) -> np.ndarray:
-    """The regularised-Fisher natural-gradient metric of the boosted NIG (its default; the
-    alternative is :func:`empirical_metric`), shape (n, 4, 4): the Fisher information
+    """The regularised-Fisher natural-gradient metric of the boosted NIG (its ablation; the
+    default is :func:`empirical_metric`), shape (n, 4, 4): the Fisher information
     of the Student-t marginal of y in θ plus ``kl_strength`` times the Fisher information of
     the NIG over (m, σ²) in θ (the curvature of the KL term), plus ``damping``·I
     (:data:`METRIC_DAMPING`).

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from postrisk.evaluation.metrics import mean_applicable
 from postrisk.evaluation.ood_proxy import instance_mean_interval, ood_benchmark_agreement
 from postrisk.evaluation.paper import paper_text, paper_value
 from postrisk.methods.registry import display_name
@@ -58,17 +59,22 @@ def ground_truth_rows(key: Mapping, shift_all: Mapping, shift_matched: Mapping,
     """A GP instance's ground-truth half as rows: ``kind`` ``truth`` (the true posterior
     variance: its median OOD/ID ratio on the matched points, its OOD AUROC all and matched)
     and ``method`` (each method's median-ÊU ratio on the matched points and its partial
-    Spearman correlation with σ²_f given the distance; ``methods``: name ->
-    ``{"median_eu_ratio", "partial_spearman"}``)."""
+    Spearman correlation with σ²_f given the distance, ``partial_spearman`` over the
+    in-distribution query points and ``partial_spearman_all_points`` over all of them;
+    ``methods``: name -> ``{"median_eu_ratio", "partial_spearman",
+    "partial_spearman_all_points"}``, :func:`postrisk.evaluation.ood_proxy.
+    ground_truth_partial_spearman`; a missing all-points value is None)."""
     base = {k: key[k] for k in KEY_COLUMNS}
     rows = [{**base, "kind": "truth", "name": "posterior_variance",
              "median_ratio_matched": shift_matched["median_var_ratio"],
              "auroc_all": shift_all["auroc_posterior_var"],
-             "auroc_matched": shift_matched["auroc_posterior_var"], "partial_spearman": None}]
+             "auroc_matched": shift_matched["auroc_posterior_var"], "partial_spearman": None,
+             "partial_spearman_all_points": None}]
     for name, values in methods.items():
         rows.append({**base, "kind": "method", "name": name,
                      "median_ratio_matched": values["median_eu_ratio"], "auroc_all": None,
-                     "auroc_matched": None, "partial_spearman": values["partial_spearman"]})
+                     "auroc_matched": None, "partial_spearman": values["partial_spearman"],
+                     "partial_spearman_all_points": values.get("partial_spearman_all_points")})
     return rows
 
 
@@ -157,8 +163,10 @@ def ground_truth_table(rows: pd.DataFrame, rng: np.random.Generator, n_boot: int
                        ) -> pd.DataFrame:
     """The ground-truth half over the GP instances: the true posterior variance (its median
     OOD/ID ratio on the matched points with the range over instances, its OOD AUROC all and
-    matched) and each method's median-ÊU ratio and partial Spearman correlation, means over
-    instances with bootstrap intervals, the paper's values beside."""
+    matched) and each method's median-ÊU ratio and partial Spearman correlation (over the
+    in-distribution query points; ``partial_spearman_all_points``: over all of them, an
+    addition, a plain mean that draws nothing from ``rng``), means over instances with
+    bootstrap intervals, the paper's values beside."""
     out = []
     for (kind, name), group in rows.groupby(["kind", "name"], sort=False):
         label = "GP oracle: true posterior variance" if kind == "truth" else display_name(name)
@@ -180,6 +188,8 @@ def ground_truth_table(rows: pd.DataFrame, rng: np.random.Generator, n_boot: int
                                                      "GP", "distance_matched")
         else:
             row["partial_spearman"] = _interval(group["partial_spearman"], rng, n_boot)[0]
+            row["partial_spearman_all_points"] = mean_applicable(
+                _none(v) for v in group["partial_spearman_all_points"])[0]
             row["paper_median_ratio"] = paper_value("appD3", "median_eu_ratio_matched", label)
             row["paper_partial_spearman"] = paper_value(
                 "appD3", "partial_spearman_given_mahalanobis", label)

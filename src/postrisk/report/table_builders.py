@@ -18,7 +18,12 @@ import numpy as np
 import pandas as pd
 
 from postrisk.evaluation import tables as T
-from postrisk.evaluation.paper import paper_text, paper_value
+from postrisk.evaluation.paper import (
+    TRUTH_COUPLING_GROUPS,
+    paper_text,
+    paper_value,
+    truth_coupling,
+)
 from postrisk.evaluation.scoring import (
     METRICS,
     SCORE_COLUMNS,
@@ -192,8 +197,10 @@ def rhat_sensitivity(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFr
 
 def noise_shape(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
     shape = T.noise_shape(inputs.scores, rng)
-    shape["paper"] = [paper_value("text", "rho_true_posterior_variance_vs_au", "all", "mean")
-                      if p == "all" else np.nan for p in shape["prior"]]
+    groups = [prior.upper() if prior != "all" else coverage
+              for prior, coverage in zip(shape["prior"], shape["coverage"], strict=True)]
+    shape["paper"] = [truth_coupling(g) if g in (*TRUTH_COUPLING_GROUPS, "all") else np.nan
+                      for g in groups]
     return shape
 
 
@@ -284,3 +291,34 @@ def vlgp_plug_in(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
                     if method == entry.ablates else None)
             out.append(row)
     return pd.DataFrame(out, columns=None if out else ["method", "au", "spearman_au"])
+
+
+def ngboost_nig_metric(inputs: TableInputs, rng: np.random.Generator) -> pd.DataFrame:
+    """NGBoost-NIG's natural-gradient metric, the empirical default against the regularised
+    Fisher ablation (App. D.2 style): per method whose ablation ran, mean ρ(ÊU, ÂU) over the
+    heteroscedastic instances and mean ρ(ÊU, posterior excess risk) over all instances, each
+    on the instances both ran on, with the paper's numbers for the method. Plain means: draws
+    nothing from ``rng``."""
+    out = []
+    for entry, pair in _ablation_pairs(inputs, "natural_gradient_metric"):
+        name = display_name(entry.ablates)
+        base = pair[pair["method"] == entry.ablates]
+        ablation = pair[pair["method"] == entry.name]
+        base_het = base[base["heteroscedastic"].astype(bool)]
+        ablation_het = ablation[ablation["heteroscedastic"].astype(bool)]
+        out.append({
+            "method": entry.ablates, "display_name": name, "ablation": entry.name,
+            "instances": len(base), "heteroscedastic_instances": len(base_het),
+            "rho_eu_au_hat": base_het["rho_eu_au_hat"].mean(),
+            "rho_eu_au_hat_regularised_fisher": ablation_het["rho_eu_au_hat"].mean(),
+            "paper_rho_eu_au_hat": paper_value("table8", "rho_eu_au_hat", name,
+                                               "posterior_excess_risk"),
+            "spearman_eu_posterior_excess_risk": base["spearman_eu_posterior_excess_risk"].mean(),
+            "spearman_eu_posterior_excess_risk_regularised_fisher":
+                ablation["spearman_eu_posterior_excess_risk"].mean(),
+            "paper_spearman_eu_posterior_excess_risk": _paper_rho(entry.ablates,
+                                                                  "eu_posterior_excess_risk")})
+    return pd.DataFrame(out, columns=None if out else [
+        "method", "ablation", "rho_eu_au_hat", "rho_eu_au_hat_regularised_fisher",
+        "spearman_eu_posterior_excess_risk",
+        "spearman_eu_posterior_excess_risk_regularised_fisher"])
