@@ -136,7 +136,7 @@ def build_stores(layers: list[str], out: Path) -> tuple[dict, dict]:
         sample = path("sample", str(results), **key.as_dict())
         fit_prior(dataset, prior, covariates, cfg[f"{prior}_prior"], prior_file)
         make_sample(key, covariates, prior_file, training_size(dataset, cfg["sizes"].get("n_cap")),
-                    config_digest(cfg, prior), sample)
+                    config_digest(cfg, prior), sample, float(cfg["noise_model"]["strength"]))
         instances[prior] = {"key": key.label, "sample": str(Path(sample).relative_to(out)),
                             "settings": cfg["posterior"][prior],
                             "threads": int(cost_entry(cfg, "posterior", prior,

@@ -43,3 +43,30 @@ def test_default_strength_unchanged_and_other_strength_honoured(concrete, gp_par
     for name in ("train_index", "f_true_eval", "f_true_train"):
         assert np.array_equal(default[name].values, strong[name].values), name
     assert not np.allclose(default["y_train"].values, strong["y_train"].values)
+
+
+def test_the_strength_is_a_config_key_inside_the_sample_digest(tmp_path):
+    """config.yaml's ``noise_model.strength`` is the library's default and reaches every sample
+    unit; another strength gives every sample store another config digest (so the workflow
+    rebuilds the samples, and with them everything downstream)."""
+    import yaml
+
+    from postrisk.grid import Planner
+    from postrisk.grid.config import default_config_path
+    from postrisk.tasks.key import config_digest
+
+    base = yaml.safe_load(default_config_path().read_text())
+    assert base["noise_model"]["strength"] == NOISE_STRENGTH
+    other = {**base, "noise_model": {"strength": NOISE_STRENGTH + 0.5}}
+    for prior in ("gp", "hbart", "bnn"):
+        assert config_digest(other, prior) != config_digest(base, prior)
+    layer = tmp_path / "strength.yaml"
+    layer.write_text(yaml.safe_dump({"noise_model": {"strength": 2.0}}))
+    demo = default_config_path().parent / "presets" / "demo.yaml"
+    units = {u.key: u for u in Planner.from_files(default_config_path(), demo).units["sample"]}
+    strong = {u.key: u for u in Planner.from_files(default_config_path(), demo,
+                                                   layer).units["sample"]}
+    assert units.keys() == strong.keys()
+    for key, unit in units.items():
+        assert unit.noise_strength == NOISE_STRENGTH and strong[key].noise_strength == 2.0
+        assert unit.digest != strong[key].digest

@@ -242,6 +242,25 @@ def test_a_changed_figure_or_table_reruns_only_what_reads_it(smoke, smoke_plan):
                                          "all": 1, "total": reading + 3}
 
 
+def test_another_noise_strength_makes_every_sample_stale(smoke, smoke_plan, tmp_path):
+    """``noise_model.strength`` is inside the sample stores' config digest: after the smoke
+    run, the same preset with another strength plans every sample job again (and what reads
+    them), while the covariates and priors stay."""
+    smoke_config = str(REPO / "presets" / "smoke.yaml")
+    same = snakemake(smoke, "-n", "--configfile", smoke_config)
+    assert same.returncode == 0, same.stderr
+    assert "sample" not in " ".join(job_counts(same.stdout))
+    layer = tmp_path / "strength.yaml"
+    strength = smoke_plan.config["noise_model"]["strength"] + 0.5
+    layer.write_text(yaml.safe_dump({"noise_model": {"strength": strength}}))
+    other = snakemake(smoke, "-n", "--configfile", smoke_config, str(layer))
+    assert other.returncode == 0, other.stderr
+    counts = job_counts(other.stdout)
+    n_samples = sum(len(rule.jobs) for rule in smoke_plan.stage_rules("sample"))
+    assert sum(v for k, v in counts.items() if k.startswith("sample")) == n_samples
+    assert not any(k.startswith(("covariates", "prior")) for k in counts), counts
+
+
 def test_release_round_trip(smoke, smoke_plan):
     """The release: packed by the DAG, served on 127.0.0.1, downloaded and loaded by the
     README's snippet as written and by rule `download`; the arrays equal the pipeline's own

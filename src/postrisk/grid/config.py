@@ -84,8 +84,8 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
         "type": "object",
         "additionalProperties": False,
         "required": ["scale", "datasets", "priors", "noise_modes", "coverages", "seeds", "sizes",
-                     "covariates", "local_guard", "cost_model", "gp_prior", "hbart_prior",
-                     "bnn_prior", "posterior", "accelerator"],
+                     "noise_model", "covariates", "local_guard", "cost_model", "gp_prior",
+                     "hbart_prior", "bnn_prior", "posterior", "accelerator"],
         "properties": {
             "scale": {"enum": ["paper", "paper_slice", "demo", "smoke"]},
             "datasets": _names(task_datasets()),
@@ -120,6 +120,10 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                     "n_eval_cap": _positive_int(),
                     "n_cap": {"anyOf": [{"type": "null"}, _positive_int()]},
                 },
+            },
+            "noise_model": {
+                "type": "object", "additionalProperties": False, "required": ["strength"],
+                "properties": {"strength": {"type": "number", "minimum": 0}},
             },
             "covariates": {
                 "type": "object", "additionalProperties": False,

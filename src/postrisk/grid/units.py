@@ -103,7 +103,8 @@ class _InstanceUnit:
 @dataclass(frozen=True)
 class SampleUnit(_InstanceUnit):
     """One instance's sample store: training inputs, f* and noisy targets (``n`` training rows;
-    ``digest``: its prior's sample settings, :func:`postrisk.tasks.key.config_digest`)."""
+    ``digest``: its prior's sample settings, :func:`postrisk.tasks.key.config_digest`;
+    ``noise_strength``: the noise modes' strength s, config ``noise_model.strength``)."""
 
     key: TaskKey
     covariates: str
@@ -111,6 +112,7 @@ class SampleUnit(_InstanceUnit):
     n: int
     digest: str
     out: str
+    noise_strength: float
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -315,7 +317,8 @@ def sample_units(cfg: Mapping, policy: SeedPolicy) -> list[SampleUnit]:
     return [SampleUnit(k, path("covariates", dataset=k.dataset),
                        path("prior", dataset=k.dataset, prior=k.prior),
                        training_size(k.dataset, cfg["sizes"].get("n_cap")), digests[k.prior],
-                       path("sample", **_key_wildcards(k)))
+                       path("sample", **_key_wildcards(k)),
+                       float(cfg["noise_model"]["strength"]))
             for k in keys]
 
 

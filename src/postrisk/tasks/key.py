@@ -89,7 +89,8 @@ class TaskKey:
 
 
 def config_digest(cfg: Mapping, prior: str) -> str:
-    """A short digest of the config sections that determine a sample store's numbers: the sizes
-    and the prior's prior settings (``<prior>_prior``), recorded in the store. A task store's
-    own digest adds its posterior settings (:func:`postrisk.tasks.generate.build_task`)."""
-    return digest({key: cfg.get(key) for key in ("sizes", f"{prior}_prior")})
+    """A short digest of the config sections that determine a sample store's numbers: the sizes,
+    the noise model's strength (``noise_model``) and the prior's prior settings
+    (``<prior>_prior``), recorded in the store. A task store's own digest adds its posterior
+    settings (:func:`postrisk.tasks.generate.build_task`)."""
+    return digest({key: cfg.get(key) for key in ("sizes", "noise_model", f"{prior}_prior")})

@@ -64,9 +64,10 @@ def fit_prior(dataset: str, prior: str, covariates: str | Path, settings: dict,
 
 
 def make_sample(key: TaskKey, covariates: str | Path, prior: str | Path, n: int, digest: str,
-                out: str | Path) -> None:
+                out: str | Path, noise_strength: float) -> None:
     params = json.loads(Path(prior).read_text())
-    ds = build_sample(key, load_covariates(covariates), params, n, digest)
+    ds = build_sample(key, load_covariates(covariates), params, n, digest,
+                      noise_strength=noise_strength)
     write_zarr_atomic(validate_store(ds, kind="sample"), out)
 
 
@@ -75,7 +76,8 @@ def make_samples(units: Sequence[SampleUnit]) -> None:
     :mod:`postrisk.grid.units`), in order, each written as soon as it is done."""
     with progress_steps(len(units), "sample stores", logger) as progress:
         for unit in units:
-            make_sample(unit.key, unit.covariates, unit.prior, unit.n, unit.digest, unit.out)
+            make_sample(unit.key, unit.covariates, unit.prior, unit.n, unit.digest, unit.out,
+                        unit.noise_strength)
             progress.advance(message=unit.key.label)
 
 
