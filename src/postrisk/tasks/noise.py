@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.special import ndtri
 
-NOISE_STRENGTH = 0.5
+NOISE_STRENGTH = 1.25
 
 SHAPES = {
     "homoscedastic": lambda z: np.zeros_like(z),
