@@ -99,11 +99,17 @@ def entanglement_section(old: Path, new: Path) -> str:
     return "\n\n".join(parts)
 
 
+def _noise_shape(results: Path) -> pd.DataFrame:
+    """``tables/noise_shape.csv`` by (prior, coverage); a table of an older layout, without the
+    coverage rows, as coverage ``all``."""
+    table = pd.read_csv(results / "tables" / "noise_shape.csv")
+    if "coverage" not in table:
+        table = table.assign(coverage="all")
+    return table.set_index(["prior", "coverage"])
+
+
 def coupling_section(old: Path, new: Path) -> str:
-    a, b = (pd.read_csv(r / "tables" / "noise_shape.csv").set_index(["prior", "coverage"])
-            if "coverage" in pd.read_csv(r / "tables" / "noise_shape.csv")
-            else pd.read_csv(r / "tables" / "noise_shape.csv").assign(coverage="all")
-            .set_index(["prior", "coverage"]) for r in (old, new))
+    a, b = _noise_shape(old), _noise_shape(new)
     column = "mean_rho_posterior_variance_au"
     rows = [[p, c, b.loc[(p, c), "instances"], a[column].get((p, c), np.nan),
              b.loc[(p, c), column], b.loc[(p, c), "paper"]] for p, c in b.index]

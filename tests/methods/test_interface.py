@@ -156,6 +156,16 @@ def test_the_method_table_names_every_class_and_group():
         MethodEntry("x", "X", "reference", "m:X")
 
 
+
+def test_every_ablation_change_names_a_table_of_the_catalogue():
+    from postrisk.grid.artefacts import artefact
+    from postrisk.methods.table import ABLATION_CHANGES, ABLATION_TABLE
+
+    assert {e.change for e in ABLATION_TABLE} <= set(ABLATION_CHANGES)
+    for change in ABLATION_CHANGES.values():
+        assert artefact(change.table).stage == "tables" and change.column and change.description
+
+
 # -- run_fit -------------------------------------------------------------------------------
 def test_run_fit_ok_record(data):
     rec = run_fit(_Good, {"scale": 0.3}, *data, random_state=0)

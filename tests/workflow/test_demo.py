@@ -55,7 +55,8 @@ def test_demo_end_to_end_within_budget(demo, capsys):
     assert f"({len(stores)} of {len(stores)} present)" in outputs.stdout
     # every implemented method is scored on every valid instance of its conditions (method_grid
     # narrows some), the reference rows on every valid instance; no fit failed
-    from postrisk.methods.table import ABLATION_ENTRIES
+    from postrisk.grid.artefacts import artefact
+    from postrisk.methods.table import ABLATION_CHANGES, ABLATION_ENTRIES
 
     scores = pd.read_csv(tmp_path / "results/tables/scores.csv")
     eu = scores[scores["target"] == "eu_posterior_excess_risk"].set_index("method")
@@ -74,14 +75,12 @@ def test_demo_end_to_end_within_budget(demo, capsys):
     assert not set(ablations) & set(eu.index)
     condition_scores = pd.concat([pd.read_csv(f) for f in
                                   (tmp_path / "results/scores").rglob("*.csv")])
-    d2_tables = {"natural_head": ("natural_heads", "ablation"),
-                 "plug_in_au": ("vlgp_plug_in", "method"),
-                 "natural_gradient_metric": ("ngboost_nig_metric", "ablation")}
     for name in ablations:
         rows = condition_scores[condition_scores["method"] == name]
         assert len(rows) == per_method[name] and (rows["status"] == "ok").all(), name
-        table, column = d2_tables[ABLATION_ENTRIES[name].change]
-        assert name in set(pd.read_csv(tmp_path / f"results/tables/{table}.csv")[column]), name
+        change = ABLATION_CHANGES[ABLATION_ENTRIES[name].change]
+        table = pd.read_csv(tmp_path / artefact(change.table).path_of())
+        assert name in set(table[change.column]), name
     # every evaluation table of the catalogue, marked with the preset's scale
     for entry in stage_artefacts("tables"):
         if entry.kind == "table" and entry.scale_column:

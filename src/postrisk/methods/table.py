@@ -110,12 +110,28 @@ class AblationEntry:
             raise ValueError(f"ablation {self.name!r}: unknown change {self.change!r}")
 
 
-#: What an ablation changes → how the tables describe it.
-ABLATION_CHANGES: dict[str, str] = {
-    "natural_head": "natural-parameter head (η₁, η₂) instead of (μ, softplus σ)",
-    "plug_in_au": "plug-in AU exp(m_g) instead of the reported exp(m_g + v_g/2)",
-    "natural_gradient_metric": "regularised Fisher metric I_t + c_kl·I_NIG + 0.01·I instead of "
-                               "the empirical g gᵀ + 1e-5·I",
+@dataclass(frozen=True)
+class AblationChange:
+    """What an ablation changes: how the tables describe it (``description``), the App. D.2
+    table (an artefact id of the catalogue) that shows it beside its method, and the column of
+    that table that holds the ablation's name."""
+
+    description: str
+    table: str
+    column: str
+
+
+#: What an ablation changes → its description and its table.
+ABLATION_CHANGES: dict[str, AblationChange] = {
+    "natural_head": AblationChange(
+        "natural-parameter head (η₁, η₂) instead of (μ, softplus σ)", "natural_heads",
+        "ablation"),
+    "plug_in_au": AblationChange(
+        "plug-in AU exp(m_g) instead of the reported exp(m_g + v_g/2)", "vlgp_plug_in",
+        "method"),
+    "natural_gradient_metric": AblationChange(
+        "regularised Fisher metric I_t + c_kl·I_NIG + 0.01·I instead of the empirical "
+        "g gᵀ + 1e-5·I", "ngboost_nig_metric", "ablation"),
 }
 
 
