@@ -65,7 +65,9 @@ def order_section(old: Path, new: Path) -> str:
     a, b = figure2_means(old), figure2_means(new)
     tau, n = order_agreement(a, b)
     place_a = {m: i + 1 for i, m in enumerate(a.index)}
-    rows = [[i + 1, display_name(m), b[m], place_a.get(m), a.get(m, np.nan)]
+    names = pd.read_csv(new / "tables" / "scores.csv").set_index("method")["display_name"]
+    names = names[~names.index.duplicated()]
+    rows = [[i + 1, names.get(m, display_name(m)), b[m], place_a.get(m), a.get(m, np.nan)]
             for i, m in enumerate(b.index)]
     numbers = paper_numbers()
     best = numbers.loc[(numbers["source"] == "text") & (numbers["quantity"] == "best_methods"),
