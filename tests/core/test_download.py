@@ -49,6 +49,21 @@ def test_flipped_byte_refused_after_all_attempts(tmp_path):
     assert listing(path.parent) == []  # no pooch temporary file left behind
 
 
+def test_longer_bytes_count_at_most_the_expected_size_and_name_the_hash_once(tmp_path):
+    """A server sending other, longer bytes (a wrong mirror): the progress stops at the size
+    it was given, and the error names the expected hash once (pooch's text repeats it)."""
+    path = tmp_path / "out" / "data.bin"
+    with FakeSources() as server:
+        server.routes[ROUTE] = BODY + BODY
+        with progress_steps(len(BODY), "x", "postrisk.test") as progress:
+            with pytest.raises(DownloadChecksumError) as err:
+                fetch_file(server.url + ROUTE, path, SHA256, retries=2, timeout_s=5,
+                           progress=progress, size=len(BODY))
+        assert progress.completed == len(BODY)
+    assert str(err.value).count(SHA256.split(":")[1]) == 1
+    assert "\n" not in str(err.value)
+
+
 def test_cut_off_transfer_retried(tmp_path):
     path = tmp_path / "out" / "data.bin"
     with FakeSources() as server:

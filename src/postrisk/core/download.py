@@ -22,7 +22,9 @@ the usual umask 022, 0664 under 002, the umask of a group's shared data folder).
 
 Progress: ``progress`` is a :class:`postrisk.core.progress.Progress` counting bytes; the
 transfer advances it by the bytes written to disk, chunk by chunk, each byte of the file once
-over all attempts (a file adds its size on disk, however the server sends it).
+over all attempts (a file adds its size on disk, however the server sends it), and, given the
+file's expected ``size``, never by more than that: a server sending other, longer bytes (a wrong
+mirror) does not push the count past the total it was given.
 """
 
 from __future__ import annotations
@@ -67,8 +69,9 @@ class _ByteCounter:
     attempts of one :func:`fetch_file` each byte of the file is counted once: an attempt that
     restarts from the first byte advances the progress only past the furthest earlier one."""
 
-    def __init__(self, progress: Any) -> None:
+    def __init__(self, progress: Any, size: int | None = None) -> None:
         self.progress = progress
+        self.size = size  # the file's expected bytes: never counted past (None: no cap)
         self.counted = 0  # bytes of this file reported so far (the furthest attempt)
 
     def writer(self, fh: Any) -> _CountingWriter:
@@ -86,9 +89,11 @@ class _CountingWriter:
     def write(self, chunk: bytes) -> int:
         n = self.fh.write(chunk)
         self.written += len(chunk)
-        ahead = self.written - self.counter.counted
+        reached = self.written if self.counter.size is None else min(self.written,
+                                                                      self.counter.size)
+        ahead = reached - self.counter.counted
         if ahead > 0:
-            self.counter.counted = self.written
+            self.counter.counted = reached
             self.counter.progress.advance(ahead)
         return n
 
@@ -101,9 +106,9 @@ class _Downloader:
     anything that is a ``requests`` exception or a ``ValueError``) and the bytes written
     counted on ``progress``."""
 
-    def __init__(self, timeout_s: float, progress: Any = None) -> None:
+    def __init__(self, timeout_s: float, progress: Any = None, size: int | None = None) -> None:
         self.http = _http_downloader(timeout_s)
-        self.counter = _ByteCounter(progress) if progress is not None else None
+        self.counter = _ByteCounter(progress, size) if progress is not None else None
 
     def __call__(self, url: str, output_file: Any, pooch: Any, check_only: bool = False):
         import requests
@@ -151,12 +156,13 @@ def _http_downloader(timeout_s: float):
 
 
 def fetch_file(url: str, path: str | Path, known_hash: str | None = None, *, retries: int = 3,
-               timeout_s: float = 60.0, progress: Any = None) -> Path:
+               timeout_s: float = 60.0, progress: Any = None, size: int | None = None) -> Path:
     """Download ``url`` to ``path`` and check ``known_hash`` (``"sha256:<hex>"``,
     ``"md5:<hex>"`` or None for no check); return ``path``.
 
     ``retries``: attempts in all (≥ 1). An existing file at ``path`` is replaced; the new one
-    has the mode of :func:`file_mode` (the umask's). Raises
+    has the mode of :func:`file_mode` (the umask's). ``progress`` counts the bytes written, at
+    most ``size`` (the file's expected bytes, when known). Raises
     :class:`DownloadChecksumError` when the bytes never matched the hash (nothing is kept),
     :class:`HTTPClientError` on a 4xx answer, :class:`DownloadError` otherwise.
     """
@@ -170,7 +176,7 @@ def fetch_file(url: str, path: str | Path, known_hash: str | None = None, *, ret
                            urls={path.name: url}, retry_if_failed=max(0, int(retries) - 1),
                            allow_updates=True)
     try:
-        fetcher.fetch(path.name, downloader=_Downloader(timeout_s, progress))
+        fetcher.fetch(path.name, downloader=_Downloader(timeout_s, progress, size))
     except HTTPClientError:
         raise
     except requests.RequestException as err:  # before ValueError: requests' InvalidURL,
@@ -178,9 +184,10 @@ def fetch_file(url: str, path: str | Path, known_hash: str | None = None, *, ret
         raise DownloadError(f"{url} could not be downloaded after {retries} attempt(s): "
                             f"{_reason(err)}") from err
     except ValueError as err:  # pooch: "SHA256 hash of downloaded file (…) does not match …"
+        # (pooch's text, the error's cause, repeats the expected hash: not in the message)
         raise DownloadChecksumError(
             f"{url}: the downloaded bytes do not match {known_hash} after {retries} "
-            f"attempt(s); nothing was kept at {path}. ({err})") from err
+            f"attempt(s); nothing was kept at {path}") from err
     except OSError as err:
         raise DownloadError(f"{url} could not be downloaded after {retries} attempt(s): "
                             f"{_reason(err)}") from err
