@@ -296,16 +296,22 @@ def download(url: Annotated[str | None, typer.Option(
                  help="where to put the release (default: release.download_dir)")] = None,
              retries: Annotated[int | None, typer.Option(
                  help="attempts per file (default: release.retries)")] = None,
+             replace: Annotated[bool, typer.Option(
+                 "--replace", help="replace a different release already in the destination "
+                                   "(its files stay until every replacement verifies); "
+                                   "without it such a download stops before changing "
+                                   "anything")] = False,
              configfile: ConfigFiles = None) -> int:
-    """Download the released suite, all or some datasets and priors (sha256 checked); the
-    settings are the config's release section (outside a checkout: the packaged defaults)."""
+    """Download the released suite, all or some datasets and priors (sha256 checked; a file
+    here is replaced only once its replacement verifies); the settings are the config's
+    release section (outside a checkout: the packaged defaults)."""
     from postrisk.release import download_settings
     from postrisk.release.download import download_configured, download_summary
 
     settings = download_settings(_config(configfile).get("release"), base_url=url,
                                  download_dir=dest, datasets=dataset, priors=prior,
                                  retries=retries)
-    report = download_configured(settings)
+    report = download_configured(settings, replace=replace)
     typer.echo(download_summary(report, settings["download_dir"]))
     return 0
 

@@ -110,19 +110,28 @@ def _messages(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name.startswith("postrisk")]
 
 
-def test_cut_off_transfer_is_not_done(release, tmp_path, caplog):
+def test_cut_off_transfer_is_a_failure_said_once(release, tmp_path, caplog):
+    """A file cut off on every attempt: the transfer's last line says `failed` (never `done`),
+    the file's failure is one log line, and the error one line naming it."""
     caplog.set_level(logging.INFO, logger="postrisk")
     out, manifest = release
     total = sum(f["bytes"] for f in manifest["files"])
     with FakeSources() as server:
         url = serve_files(server, out)
         server.cutoffs["/release/concrete_gp.zip"] = 1
-        with pytest.raises(ReleaseDownloadFailed, match="concrete_gp.zip"):
+        with pytest.raises(ReleaseDownloadFailed) as err:
             download_release(url, tmp_path, retries=1)
-    final = [m for m in _messages(caplog) if m.startswith("[download] transfer: stopped at")]
-    assert len(final) == 1, _messages(caplog)
-    assert final[0].endswith(f" of {total:,} bytes in " + final[0].rsplit(" in ", 1)[1])
-    assert not any(m.startswith("[download] transfer: done") for m in _messages(caplog))
+    final = [m for m in _messages(caplog) if m.startswith("[download] transfer: ")
+             and m.split(": ", 1)[1].split()[0] in ("done,", "stopped", "failed")]
+    assert len(final) == 1 and final[0].startswith("[download] transfer: failed at "), final
+    assert final[0].split(" at ", 1)[1].split(" after ")[0].endswith(f" of {total:,} bytes")
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].startswith("[download] concrete_gp.zip: "), errors
+    assert str(err.value) == (
+        f"download failed: 1 of {len(manifest['files'])} file(s) did not verify "
+        f"(concrete_gp.zip: transfer failed); nothing in {tmp_path} was replaced, "
+        f"{len(manifest['files']) - 1} new file(s) verified and kept; run the same command "
+        "again to retry (verified files are skipped)")
 
 
 def test_interrupted_download_says_rerun_resumes(release, tmp_path, caplog, monkeypatch):
@@ -153,9 +162,10 @@ def test_interrupted_download_says_rerun_resumes(release, tmp_path, caplog, monk
                    m.split(" at ", 1)[1].startswith(f"{manifest['files'][0]['bytes'] + 1000:,}"
                                                     " of ") for m in said), said
         assert said[-1] == (
-            f"[download] interrupted (Ctrl-C): 1 file(s) downloaded and verified are kept in "
-            f"{tmp_path}, the file being fetched was discarded; run the same command again to "
-            "resume (files already there and valid are skipped)")
+            f"[download] interrupted (Ctrl-C): 1 new file(s) downloaded and verified are kept "
+            f"in {tmp_path}, the file being fetched was discarded; no file that was here was "
+            "replaced; run the same command again to resume (files already there and valid "
+            "are skipped)")
         assert not (tmp_path / STAGING).exists() and not (tmp_path / MANIFEST).exists()
         monkeypatch.setattr(download, "fetch_file", real)
         again = download_release(url, tmp_path, retries=1)  # no lock left held

@@ -190,8 +190,8 @@ def test_flipped_byte_is_detected_and_nothing_corrupt_is_kept(release, tmp_path)
         body = bytearray(server.routes["/release/concrete_gp.zip"])
         body[len(body) // 2] ^= 0x01
         server.routes["/release/concrete_gp.zip"] = bytes(body)
-        with pytest.raises(ReleaseDownloadFailed, match="concrete_gp.zip: sha256 mismatch: the "
-                                                        "downloaded file was deleted"):
+        with pytest.raises(ReleaseDownloadFailed, match=r"^download failed: 1 of 7 file\(s\) "
+                           r"did not verify \(concrete_gp.zip: sha256 mismatch\); nothing in "):
             download_release(url, tmp_path, retries=2)
         assert server.hits["/release/concrete_gp.zip"] == 2
         assert not (tmp_path / "concrete_gp.zip").exists()
@@ -203,6 +203,7 @@ def test_flipped_byte_is_detected_and_nothing_corrupt_is_kept(release, tmp_path)
         server.routes["/release/concrete_gp.zip"] = (out / "concrete_gp.zip").read_bytes()
         report = download_release(url, tmp_path)
         assert sorted(report.downloaded) == ["airfoil_gp.zip", "concrete_gp.zip"]
+        assert report.replaced == ["airfoil_gp.zip"]
     assert file_sha256(tmp_path / "airfoil_gp.zip") == file_sha256(out / "airfoil_gp.zip")
 
 

@@ -1,22 +1,31 @@
 """Downloading a released suite (``postrisk download``, rule ``download``; docs/release.md).
 
-The manifest comes first; then every selected file (all, or those of some datasets and
-priors) is fetched from ``<base_url>/<name>`` with pooch (:func:`postrisk.core.download.
-fetch_file`) and its sha256 checked against the manifest. A file already here with the right
-sha256 is skipped; one with another sha256 is deleted (and said so) and fetched again. A
-download whose bytes do not match is deleted — nothing corrupt is ever kept — and reported; the
-other files go on. The manifest moves into place last, when every selected file is verified.
+Nothing verified is ever lost. The manifest comes first, into the run's staging folder; when the
+destination already holds a release (its ``manifest.json``) whose files differ from that
+manifest's — a wrong URL, a half-updated mirror, a newer release — the run stops before it
+touches anything and says so (:class:`DifferentReleaseHere`), unless asked to replace it
+(``replace=True``, ``postrisk download --replace``). Then every selected file (all, or those of
+some datasets and priors) that is not here with the manifest's size and sha256 is fetched from
+``<base_url>/<name>`` with pooch (:func:`postrisk.core.download.fetch_file`) to a staging name
+and its sha256 checked. A verified file whose place is free moves into place at once (a run cut
+off keeps it, and the next run skips it); one that replaces a file already here (damaged, or
+another release's) waits in staging until every selected file has verified, and only then do
+the replacements move into place, the manifest last. A run in which any file fails moves none
+of them: the files that were here stay as they were, the failed download is deleted — nothing
+corrupt is ever kept — and one line names what failed, says the previous copy is kept and what
+to do. The transfer's progress counts at most each file's manifest size and ends ``failed``
+when a file failed.
 
 One download at a time per destination: a run holds the lock ``<dest>/.download.lock``
 (``filelock``; released when the process ends, however it ends) from start to end. A second run
 into the same folder (array jobs sharing a data folder) logs that it waits, and once the first
 is done finds its files valid and skips them: both succeed. Each run stages its files in a
-folder of its own, ``<dest>/.download/<pid>-<random>/``, and moves each into place only once
-verified, so a download cut off (or a process killed) half-way leaves nothing that looks
-finished; whatever is left in ``<dest>/.download/`` when a run takes the lock belongs to a run
-that has ended, and is cleared (pooch cannot resume a transfer: an interrupted file starts
-afresh). An interrupted run (Ctrl-C) says what it kept and that running the same command again
-resumes: valid files are skipped.
+folder of its own, ``<dest>/.download/<pid>-<random>/``, so a download cut off (or a process
+killed) half-way leaves nothing that looks finished and replaces nothing; whatever is left in
+``<dest>/.download/`` when a run takes the lock belongs to a run that has ended, and is cleared
+(pooch cannot resume a transfer: an interrupted file starts afresh). An interrupted run
+(Ctrl-C) says what it kept and that running the same command again resumes: valid files are
+skipped.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from typing import Any
 from postrisk.core.download import (
     DownloadChecksumError,
     DownloadError,
+    HTTPClientError,
     fetch_file,
     file_mode,
     file_sha256,
@@ -57,15 +67,23 @@ class ReleaseURLMissing(ValueError):
 
 
 class ReleaseDownloadFailed(RuntimeError):
-    """Some files could not be downloaded or verified; the message names each."""
+    """Some files could not be downloaded or verified; the message names each, and says that
+    the files that were here are kept."""
+
+
+class DifferentReleaseHere(RuntimeError):
+    """The destination holds a release whose files differ from the manifest's at the URL;
+    nothing was changed."""
 
 
 @dataclass
 class DownloadReport:
-    """What a download did: files fetched and verified, files already valid, failures."""
+    """What a download did: files fetched and verified (``downloaded``; those of them that
+    replaced a file here also in ``replaced``), files already valid, failures (name: why)."""
 
     dest: Path
     downloaded: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     bytes_downloaded: int = 0
@@ -113,16 +131,75 @@ def select_files(manifest: dict, datasets: str | Iterable[str] | None = None,
     return chosen
 
 
-def _valid_here(path: Path, entry: dict) -> bool:
-    """Whether ``path`` holds the manifest's file; a wrong file is deleted (and said so)."""
-    if not path.exists():
-        return False
-    if path.stat().st_size == entry["bytes"] and file_sha256(path) == entry["sha256"]:
-        return True
-    logger.warning("%s does not match the manifest's sha256 %s…: deleted, downloading it again",
-                   path, entry["sha256"][:12])
-    path.unlink()
-    return False
+def release_files(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """A manifest's files: name -> sha256."""
+    return {entry["name"]: entry["sha256"] for entry in manifest["files"]}
+
+
+def differing_files(here: Mapping[str, Any], there: Mapping[str, Any]) -> list[str]:
+    """The files two manifests disagree on, sorted: another sha256, or listed by one only (an
+    empty list: the same release, whatever else — its date — differs)."""
+    a, b = release_files(here), release_files(there)
+    return sorted(name for name in a.keys() | b.keys() if a.get(name) != b.get(name))
+
+
+def different_release_message(dest: Path, manifest_url: str, here: Mapping[str, Any],
+                              there: Mapping[str, Any], differ: list[str]) -> str:
+    """One line: ``dest`` holds another release than ``manifest_url``'s, how they differ, that
+    nothing was changed, and the two ways on."""
+    shown = ", ".join(differ[:3]) + (f", … ({len(differ) - 3} more)" if len(differ) > 3 else "")
+
+    def about(m: Mapping[str, Any]) -> str:
+        return (f"created {m.get('created', '?')}, {len(m['files'])} file(s), scale "
+                f"{m.get('scale', '?')}")
+
+    return (f"{dest} holds another release than {manifest_url}: {len(differ)} file(s) differ "
+            f"({shown}); here: {about(here)}; there: {about(there)}. Nothing was changed. "
+            "Check the URL; to replace the release here with that one, run the command again "
+            "with --replace (replace=True): the files here are kept until every replacement "
+            "has verified")
+
+
+def _local_release(dest: Path) -> dict | None:
+    """The manifest of the release already in ``dest`` (None: none there, or unreadable — a
+    run then treats every file here as one to replace once its replacement verifies)."""
+    if not (dest / MANIFEST).is_file():
+        return None
+    try:
+        return read_manifest(dest)
+    except (ReleaseError, OSError) as err:
+        logger.warning("[download] %s cannot be read (%s): treated as no release here", dest /
+                       MANIFEST, err)
+        return None
+
+
+def _matches(path: Path, entry: dict) -> bool:
+    """Whether ``path`` holds the manifest's file (its size, then its sha256)."""
+    return path.stat().st_size == entry["bytes"] and file_sha256(path) == entry["sha256"]
+
+
+def _failure(err: DownloadError, retries: int) -> tuple[str, str]:
+    """(the log's reason, the summary's short one) for a file that failed."""
+    if isinstance(err, DownloadChecksumError):
+        return (f"sha256 mismatch: the downloaded file was deleted, nothing corrupt is kept "
+                f"(after {retries} attempt(s))", "sha256 mismatch")
+    if isinstance(err, HTTPClientError):
+        return str(err), f"HTTP {err.status}"
+    return str(err), "transfer failed"
+
+
+def failed_message(report: DownloadReport, n_selected: int, short: Mapping[str, str],
+                   kept_here: bool) -> str:
+    """One line: which files failed (and the short why), that the files that were here are
+    kept, and what to do."""
+    failed = "; ".join(f"{name}: {short[name]}" for name in report.failed)
+    new = (f", {len(report.downloaded)} new file(s) verified and kept"
+           if report.downloaded else "")
+    kept = (f"the previous copy in {report.dest} is kept unchanged{new}" if kept_here else
+            f"nothing in {report.dest} was replaced{new}")
+    return (f"download failed: {len(report.failed)} of {n_selected} file(s) did not verify "
+            f"({failed}); {kept}; run the same command again to retry (verified files are "
+            "skipped)")
 
 
 @contextlib.contextmanager
@@ -165,11 +242,12 @@ def _own_staging(dest: Path) -> Path:
 def download_release(base_url: str | None, dest: str | Path, *,
                      datasets: str | Iterable[str] | None = None,
                      priors: str | Iterable[str] | None = None, retries: int = 3,
-                     timeout_s: float = 60.0) -> DownloadReport:
+                     timeout_s: float = 60.0, replace: bool = False) -> DownloadReport:
     """Download the release at ``base_url`` (its files at ``<base_url>/<name>``) into
     ``dest``, all of it or the files of ``datasets`` and ``priors``; see the module docstring.
-    Raises :class:`ReleaseDownloadFailed` naming every file that failed (the others are kept,
-    verified). Waits while another download into ``dest`` runs."""
+    Raises :class:`DifferentReleaseHere` when ``dest`` holds another release (unless
+    ``replace``), :class:`ReleaseDownloadFailed` naming every file that failed (the files that
+    were here are kept as they were). Waits while another download into ``dest`` runs."""
     if not base_url:
         raise ReleaseURLMissing(
             "no release URL: pass --url <base URL> (the folder holding manifest.json), or set "
@@ -182,77 +260,103 @@ def download_release(base_url: str | None, dest: str | Path, *,
             staging = _own_staging(dest)
             try:
                 _download(base_url.rstrip("/") + "/", dest, staging, report, datasets, priors,
-                          retries, timeout_s)
+                          retries, timeout_s, replace)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
                 with contextlib.suppress(OSError):
                     (dest / STAGING).rmdir()  # when no other run's is there
     except KeyboardInterrupt:
-        kept = (f"{len(report.downloaded)} file(s) downloaded and verified are kept in {dest}, "
-                "the file being fetched was discarded" if report.downloaded else
+        kept = (f"{len(report.downloaded)} new file(s) downloaded and verified are kept in "
+                f"{dest}, the file being fetched was discarded" if report.downloaded else
                 "no file was downloaded yet")
-        logger.warning("[download] interrupted (Ctrl-C): %s; run the same command again to "
-                       "resume (files already there and valid are skipped)", kept)
+        logger.warning("[download] interrupted (Ctrl-C): %s; no file that was here was "
+                       "replaced; run the same command again to resume (files already there "
+                       "and valid are skipped)", kept)
         raise
     return report
 
 
 def _download(base: str, dest: Path, staging: Path, report: DownloadReport,
               datasets: str | Iterable[str] | None, priors: str | Iterable[str] | None,
-              retries: int, timeout_s: float) -> None:
+              retries: int, timeout_s: float, replace: bool) -> None:
     """The download proper (:func:`download_release`), under the destination's lock."""
     t0 = time.perf_counter()
     fetch_file(base + MANIFEST, staging / MANIFEST, None, retries=retries, timeout_s=timeout_s)
     manifest = read_manifest(staging)
     files = select_files(manifest, datasets, priors)
-    todo = []
+    here = _local_release(dest)
+    differ = differing_files(here, manifest) if here is not None else []
+    if differ and not replace:
+        raise DifferentReleaseHere(different_release_message(dest, base + MANIFEST, here,
+                                                             manifest, differ))
+    if differ:
+        logger.warning("[download] replacing the release in %s (--replace): %d file(s) "
+                       "differ; the files here stay until every replacement has verified",
+                       dest, len(differ))
+    todo, to_replace = [], set()
     for entry in files:
-        if _valid_here(dest / entry["name"], entry):
+        path = dest / entry["name"]
+        if not path.exists():
+            todo.append(entry)
+        elif _matches(path, entry):
             report.skipped.append(entry["name"])
         else:
             todo.append(entry)
+            to_replace.add(entry["name"])
+            if not differ:  # (a replaced release's files all differ: said once above)
+                logger.warning("[download] %s differs from the manifest's file (damaged?): "
+                               "fetching it again; the file here is replaced only once its "
+                               "replacement verifies", path)
     logger.info("[download] %s: %d file(s) selected, %d already here and valid, %d to fetch "
                 "(%s bytes)", base, len(files), len(report.skipped), len(todo),
                 f"{sum(e['bytes'] for e in todo):,}")
+    held, short = [], {}
     with progress_steps(sum(e["bytes"] for e in todo), "[download] transfer", logger,
                         unit="bytes") as progress:
         for entry in todo:
             name = entry["name"]
             try:
                 fetch_file(base + name, staging / name, f"sha256:{entry['sha256']}",
-                           retries=retries, timeout_s=timeout_s, progress=progress)
-            except DownloadChecksumError as err:
-                report.failed[name] = (f"sha256 mismatch: the downloaded file was deleted, "
-                                       f"nothing corrupt is kept ({err})")
+                           retries=retries, timeout_s=timeout_s, progress=progress,
+                           size=entry["bytes"])
+            except DownloadError as err:
+                report.failed[name], short[name] = _failure(err, retries)
                 logger.error("[download] %s: %s", name, report.failed[name])
                 continue
-            except DownloadError as err:
-                report.failed[name] = str(err)
-                logger.error("[download] %s: %s", name, err)
-                continue
-            os.replace(staging / name, dest / name)
-            report.downloaded.append(name)
+            if name in to_replace:
+                held.append(name)  # into place once every file has verified
+            else:
+                os.replace(staging / name, dest / name)
+                report.downloaded.append(name)
             report.bytes_downloaded += entry["bytes"]
-            logger.info("[download] %s: %s bytes, sha256 %s… verified", name,
-                        f"{entry['bytes']:,}", entry["sha256"][:12])
+            logger.info("[download] %s: %s bytes verified%s", name, f"{entry['bytes']:,}",
+                        " (replaces the file here once every file has verified)"
+                        if name in to_replace else "")
+        if report.failed:
+            progress.close(failed=True)
     report.seconds = time.perf_counter() - t0
     if report.failed:
-        raise ReleaseDownloadFailed(
-            f"{len(report.failed)} of {len(files)} file(s) failed; run the download again to "
-            "retry them (valid files are skipped): " +
-            "; ".join(f"{name}: {why}" for name, why in report.failed.items()))
+        kept_here = bool(to_replace or report.skipped or here is not None)
+        raise ReleaseDownloadFailed(failed_message(report, len(files), short, kept_here))
+    for name in held:
+        os.replace(staging / name, dest / name)
+        report.downloaded.append(name)
+        report.replaced.append(name)
     os.replace(staging / MANIFEST, dest / MANIFEST)
-    logger.info("[download] %d downloaded (%s bytes in %.1f s), %d skipped; release in %s",
-                len(report.downloaded), f"{report.bytes_downloaded:,}", report.seconds,
+    logger.info("[download] %d downloaded (%s bytes in %.1f s; %d replaced a file here), %d "
+                "skipped; release in %s", len(report.downloaded),
+                f"{report.bytes_downloaded:,}", report.seconds, len(report.replaced),
                 len(report.skipped), dest)
 
 
-def download_configured(settings: Mapping[str, Any]) -> DownloadReport:
+def download_configured(settings: Mapping[str, Any], replace: bool = False) -> DownloadReport:
     """:func:`download_release` with the settings of ``postrisk.release.download_settings``
-    (what ``postrisk download`` runs): the release at ``base_url`` into ``download_dir``."""
+    (what ``postrisk download`` runs): the release at ``base_url`` into ``download_dir``
+    (``replace``: a different release there is replaced)."""
     return download_release(settings["base_url"], Path(settings["download_dir"]),
                             datasets=settings["datasets"], priors=settings["priors"],
-                            retries=settings["retries"], timeout_s=settings["timeout_s"])
+                            retries=settings["retries"], timeout_s=settings["timeout_s"],
+                            replace=replace)
 
 
 def download_summary(report: DownloadReport, dest: str | Path) -> str:
