@@ -422,12 +422,14 @@ def test_cli_download_outside_a_checkout_uses_the_packaged_defaults(elsewhere, p
     assert calls[-1] == {"base_url": "https://example.org/r",
                          "dest": Path(release["download_dir"]), "datasets": release["datasets"],
                          "priors": release["priors"], "retries": release["retries"],
-                         "timeout_s": release["timeout_s"]}
+                         "timeout_s": release["timeout_s"], "replace": False}
     # a --configfile setting one key keeps the packaged defaults' others
     mine = _write(elsewhere / "mine.yaml", {"release": {"timeout_s": 5}})
     assert main(["download", "--url", "https://example.org/r", "--configfile", str(mine)]) == 0
     assert calls[-1]["timeout_s"] == 5 and calls[-1]["retries"] == release["retries"]
     assert calls[-1]["dest"] == Path(release["download_dir"])
+    assert main(["download", "--url", "https://example.org/r", "--replace"]) == 0
+    assert calls[-1]["replace"] is True  # on purpose only
     # without a URL: the packaged base_url (null), one line, exit 2
     capsys.readouterr()
     restore()
