@@ -1,5 +1,7 @@
 """Which instances are valid: the BNN R̂ rule, too few valid seeds, the cell files and the seeds in
 use."""
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -54,6 +56,9 @@ def test_select_seeds_fails_for_a_short_cell(tmp_path):
     assert not out.exists()
     assert select_seeds(ValidSeedsUnit(cell, tuple(map(str, paths)), 1, str(out)))["valid"] == [0]
     assert out.exists()
+    # the file records the digest of the settings it depends on (grid.seeds.selection_digest)
+    select_seeds(ValidSeedsUnit(cell, tuple(map(str, paths)), 1, str(out), "0123abcd"))
+    assert json.loads(out.read_text())["config_digest"] == "0123abcd"
 
 
 def _hand_made_task(seed: int, max_rhat: float):

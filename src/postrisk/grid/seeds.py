@@ -13,16 +13,29 @@ posteriors of a cell whose seed selection is known when the workflow is planned 
 earlier invocation, the BNN-first pass (target ``seed_selections``) — only on the valid seeds
 it names. Where it is not known yet they are built on every candidate, as before: one
 invocation still plans and runs the whole grid.
+
+A selection is keyed to the settings that made it: each file records
+:func:`selection_digest` (``config_digest``), the digest of exactly what decides which seeds are
+valid — the scale, the BNN instances' sample settings (sizes, noise model, BNN prior), the BNN
+sampler's settings and the seed policy (the BNN's candidate seeds, ``valid_per_cell``). A plan
+uses a file only when its digest is the plan's own; any other file (another config's, or one
+written before selections recorded a digest) is ignored with a warning naming it, and the plan
+builds every candidate as it would without it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from postrisk.core.io import digest
 from postrisk.grid.conditions import Condition, implemented_conditions, implemented_priors
 from postrisk.grid.paths import RESULTS, path
+from postrisk.tasks.key import config_digest
+
+logger = logging.getLogger(__name__)
 
 #: A cell: (dataset, noise, coverage).
 Cell = tuple[str, str, str]
@@ -48,16 +61,63 @@ def selection_file(cell: Cell, root: str = RESULTS) -> str:
                                                     strict=True)))
 
 
+def bnn_seeds(cfg: Mapping) -> list[int]:
+    """The seeds the BNN's instances are built on (the candidates a selection chooses from):
+    every built seed, or the first ``seeds.per_prior.bnn``."""
+    per_prior = cfg["seeds"].get("per_prior") or {}
+    seeds = task_seeds(cfg)
+    return seeds[: int(per_prior.get("bnn", len(seeds)))]
+
+
+def selection_digest(cfg: Mapping) -> str:
+    """The digest of exactly the settings a cell's seed selection depends on (recorded in its
+    file as ``config_digest``): the scale, the BNN sample stores' digest
+    (:func:`postrisk.tasks.key.config_digest`: sizes, noise model, BNN prior), the BNN
+    sampler's settings (``posterior.bnn``) and the seed policy — the BNN's candidate seeds and
+    ``valid_per_cell``."""
+    return digest({"scale": cfg.get("scale"), "sample": config_digest(cfg, "bnn"),
+                   "posterior.bnn": (cfg.get("posterior") or {}).get("bnn"),
+                   "seeds": {"candidates": bnn_seeds(cfg),
+                             "valid_per_cell": int(cfg["seeds"]["valid_per_cell"])}})
+
+
+def read_selection(file: str | Path, want: str) -> tuple[int, ...] | None:
+    """The valid seeds a selection file names, when it records the digest ``want``
+    (:func:`selection_digest`); None when it is absent (silently) or unreadable, or was
+    written under other settings (each with a one-line warning naming the file)."""
+    file = Path(file)
+    if not file.exists():
+        return None
+    try:
+        chosen = json.loads(file.read_text())
+        valid = tuple(int(s) for s in chosen["valid"])
+        recorded = chosen.get("config_digest")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        logger.warning("seed selection %s cannot be read (%s): ignored; this plan builds the "
+                       "cell's GP and HBART posteriors on every candidate seed", file,
+                       type(err).__name__)
+        return None
+    if recorded != want:
+        made = ("records no settings digest (written before selections recorded one)"
+                if recorded is None else
+                f"was made under other settings (digest {recorded}, this config's {want})")
+        logger.warning("seed selection %s %s: ignored; this plan builds the cell's GP and "
+                       "HBART posteriors on every candidate seed (`snakemake seed_selections` "
+                       "rewrites it for this config)", file, made)
+        return None
+    return valid
+
+
 def known_selections(cfg: Mapping, root: str = RESULTS) -> dict[Cell, tuple[int, ...]]:
-    """The valid seeds of every cell whose seed-selection file exists under ``root`` now
-    (read when the workflow is planned; a file that cannot be read counts as absent)."""
+    """The valid seeds of every cell whose seed-selection file exists under ``root`` now and
+    was made under this config's settings (:func:`read_selection`; read when the workflow is
+    planned). Any other file is ignored, with a warning naming it."""
+    want = selection_digest(cfg)
     out = {}
     for cell in selection_cells(cfg):
-        try:
-            chosen = json.loads(Path(selection_file(cell, root)).read_text())
-            out[cell] = tuple(int(s) for s in chosen["valid"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
+        valid = read_selection(selection_file(cell, root), want)
+        if valid is not None:
+            out[cell] = valid
     return out
 
 
@@ -79,6 +139,7 @@ class SeedPolicy:
                  selections: Mapping[Cell, Sequence[int]] | None = None) -> None:
         self.n_valid = int(cfg["seeds"]["valid_per_cell"])
         self.task_seeds = task_seeds(cfg)
+        self.selection_digest = selection_digest(cfg)
         self.per_prior = {p: int(k) for p, k in (cfg["seeds"].get("per_prior") or {}).items()}
         self.bnn_cells = set(selection_cells(cfg))
         self.selections = {tuple(cell): tuple(int(s) for s in seeds)

@@ -141,6 +141,7 @@ class ValidSeedsUnit:
     bnn_tasks: tuple[str, ...]
     n_valid: int
     out: str
+    config_digest: str = ""  # of the settings the selection depends on (seeds.selection_digest)
 
     @property
     def wildcards(self) -> dict[str, str]:
@@ -334,7 +335,8 @@ def valid_seeds_units(cfg: Mapping, policy: SeedPolicy) -> list[ValidSeedsUnit]:
     n_valid = int(cfg["seeds"]["valid_per_cell"])
     return [ValidSeedsUnit(c.cell, tuple(condition_path(c, "task", seed=s)
                                          for s in policy.prior_seeds("bnn")),
-                           n_valid, condition_path(c, "seed_selection"))
+                           n_valid, condition_path(c, "seed_selection"),
+                           policy.selection_digest)
             for c in implemented_conditions(cfg) if c.prior == "bnn"]
 
 

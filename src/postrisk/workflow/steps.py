@@ -111,13 +111,17 @@ def make_tasks(units: Sequence[PosteriorUnit], accelerator: Mapping | None = Non
 
 def select_seeds(unit: ValidSeedsUnit) -> dict:
     """A cell's seed selection (:func:`postrisk.tasks.validity.select_valid_seeds`) from its
-    BNN task stores, one per candidate seed; too few valid seeds is an error naming the cell."""
+    BNN task stores, one per candidate seed, with the digest of the settings it depends on
+    (``config_digest``: a later plan uses it only under the same settings,
+    :func:`postrisk.grid.seeds.known_selections`); too few valid seeds is an error naming the
+    cell."""
     max_rhat, cell = {}, ""
     for path in unit.bnn_tasks:
         ds = validate_store(path, kind="task")
         max_rhat[int(ds.attrs["seed"])] = float(ds["rhat"].max())
         cell = "/".join(str(ds.attrs[k]) for k in ("dataset", "noise", "coverage"))
-    selection = select_valid_seeds(max_rhat, unit.n_valid, cell=cell)
+    selection = {**select_valid_seeds(max_rhat, unit.n_valid, cell=cell),
+                 "config_digest": unit.config_digest}
     logger.info(f"valid seeds {selection['valid']}; dropped {selection['dropped']} (max R̂ " +
                 ", ".join(f"{s}: {r:.3f}" for s, r in max_rhat.items()) + ")")
     write_text_atomic(unit.out, json.dumps(selection, indent=2) + "\n")
