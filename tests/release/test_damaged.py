@@ -131,7 +131,7 @@ def test_cut_off_transfer_is_a_failure_said_once(release, tmp_path, caplog):
         f"download failed: 1 of {len(manifest['files'])} file(s) did not verify "
         f"(concrete_gp.zip: transfer failed); nothing in {tmp_path} was replaced, "
         f"{len(manifest['files']) - 1} new file(s) verified and kept; run the same command "
-        "again to retry (verified files are skipped)")
+        "again to retry (files already here and valid are skipped)")
 
 
 def test_interrupted_download_says_rerun_resumes(release, tmp_path, caplog, monkeypatch):

@@ -121,7 +121,8 @@ def test_replacing_from_a_mirror_whose_bytes_fail_keeps_the_copy(release, good_c
     assert str(err.value) == (
         f"download failed: 2 of {len(sizes)} file(s) did not verify (concrete_dataset.zip: "
         f"sha256 mismatch; instances.csv: sha256 mismatch); the previous copy in {data} is "
-        "kept unchanged; run the same command again to retry (verified files are skipped)")
+        "kept unchanged; run the same command again to retry (files already here and valid "
+        "are skipped)")
     said = [r.getMessage() for r in caplog.records if r.name.startswith("postrisk")]
     transfer = [m for m in said if m.startswith("[download] transfer: ")]
     total = sum(sizes.values())
@@ -135,6 +136,27 @@ def test_replacing_from_a_mirror_whose_bytes_fail_keeps_the_copy(release, good_c
                       "nothing corrupt is kept (after 1 attempt(s))" for name in bad]
     for line in [*said, str(err.value)]:
         assert not HASH.search(line.replace(str(tmp_path), "")), line
+
+
+def test_a_damaged_file_is_repaired_even_when_another_fails(release, good_copy):
+    """The same release, one local file damaged and another file's download refused (404): the
+    damaged file is replaced as soon as its replacement verifies (nothing good is lost), every
+    other file here stays as it was, and the one line says so."""
+    data, before = good_copy
+    out, here = release
+    os.truncate(data / "concrete_gp.zip", 1000)
+    with FakeSources() as server:
+        url = serve_files(server, out)
+        server.failures["/release/airfoil_gp.zip"] = [404]
+        (data / "airfoil_gp.zip").unlink()
+        with pytest.raises(ReleaseDownloadFailed) as err:
+            download_release(url, data, retries=1)
+    assert str(err.value) == (
+        f"download failed: 1 of {len(here['files'])} file(s) did not verify (airfoil_gp.zip: "
+        f"HTTP 404); the previous copy in {data} is kept (1 damaged file(s) of it replaced by "
+        "verified ones); run the same command again to retry (files already here and valid "
+        "are skipped)")
+    assert digests(data) == {k: v for k, v in before.items() if k != "airfoil_gp.zip"}
 
 
 def test_replace_on_purpose(release, good_copy, tmp_path):

@@ -8,13 +8,14 @@ touches anything and says so (:class:`DifferentReleaseHere`), unless asked to re
 some datasets and priors) that is not here with the manifest's size and sha256 is fetched from
 ``<base_url>/<name>`` with pooch (:func:`postrisk.core.download.fetch_file`) to a staging name
 and its sha256 checked. A verified file whose place is free moves into place at once (a run cut
-off keeps it, and the next run skips it); one that replaces a file already here (damaged, or
-another release's) waits in staging until every selected file has verified, and only then do
-the replacements move into place, the manifest last. A run in which any file fails moves none
-of them: the files that were here stay as they were, the failed download is deleted — nothing
-corrupt is ever kept — and one line names what failed, says the previous copy is kept and what
-to do. The transfer's progress counts at most each file's manifest size and ends ``failed``
-when a file failed.
+off keeps it, and the next run skips it), and so does one replacing a damaged file of the same
+release (the manifest here is the URL's: nothing good is lost); one that replaces another
+release's file (or any file of a folder without a manifest) waits in staging until every
+selected file has verified, and only then do the replacements move into place, the manifest
+last. A run in which any file fails moves none of those: the verified files that were here stay
+as they were, the failed download is deleted — nothing corrupt is ever kept — and one line
+names what failed, says the previous copy is kept and what to do. The transfer's progress
+counts at most each file's manifest size and ends ``failed`` when a file failed.
 
 One download at a time per destination: a run holds the lock ``<dest>/.download.lock``
 (``filelock``; released when the process ends, however it ends) from start to end. A second run
@@ -191,15 +192,17 @@ def _failure(err: DownloadError, retries: int) -> tuple[str, str]:
 def failed_message(report: DownloadReport, n_selected: int, short: Mapping[str, str],
                    kept_here: bool) -> str:
     """One line: which files failed (and the short why), that the files that were here are
-    kept, and what to do."""
+    kept (``kept_here``: there were some), and what to do."""
     failed = "; ".join(f"{name}: {short[name]}" for name in report.failed)
-    new = (f", {len(report.downloaded)} new file(s) verified and kept"
-           if report.downloaded else "")
-    kept = (f"the previous copy in {report.dest} is kept unchanged{new}" if kept_here else
+    n_new = len(report.downloaded) - len(report.replaced)
+    new = f", {n_new} new file(s) verified and kept" if n_new else ""
+    repaired = (f" ({len(report.replaced)} damaged file(s) of it replaced by verified ones)"
+                if report.replaced else " unchanged")
+    kept = (f"the previous copy in {report.dest} is kept{repaired}{new}" if kept_here else
             f"nothing in {report.dest} was replaced{new}")
     return (f"download failed: {len(report.failed)} of {n_selected} file(s) did not verify "
-            f"({failed}); {kept}; run the same command again to retry (verified files are "
-            "skipped)")
+            f"({failed}); {kept}; run the same command again to retry (files already here and "
+            "valid are skipped)")
 
 
 @contextlib.contextmanager
@@ -266,12 +269,13 @@ def download_release(base_url: str | None, dest: str | Path, *,
                 with contextlib.suppress(OSError):
                     (dest / STAGING).rmdir()  # when no other run's is there
     except KeyboardInterrupt:
-        kept = (f"{len(report.downloaded)} new file(s) downloaded and verified are kept in "
-                f"{dest}, the file being fetched was discarded" if report.downloaded else
-                "no file was downloaded yet")
-        logger.warning("[download] interrupted (Ctrl-C): %s; no file that was here was "
-                       "replaced; run the same command again to resume (files already there "
-                       "and valid are skipped)", kept)
+        n_new = len(report.downloaded) - len(report.replaced)
+        kept = (f"{n_new} new file(s) downloaded and verified are kept in {dest}, the file "
+                "being fetched was discarded" if n_new else "no new file was downloaded yet")
+        swap = (f"{len(report.replaced)} damaged file(s) here were replaced by verified ones, "
+                "no other file" if report.replaced else "no file that was here was replaced")
+        logger.warning("[download] interrupted (Ctrl-C): %s; %s; run the same command again "
+                       "to resume (files already there and valid are skipped)", kept, swap)
         raise
     return report
 
@@ -293,6 +297,10 @@ def _download(base: str, dest: Path, staging: Path, report: DownloadReport,
         logger.warning("[download] replacing the release in %s (--replace): %d file(s) "
                        "differ; the files here stay until every replacement has verified",
                        dest, len(differ))
+    # A file here that differs is replaced once its replacement verifies: at once when it is
+    # a damaged file of this very release (its own manifest says so: nothing good is lost),
+    # else (another release's, or no manifest here) only once every file has verified.
+    damaged = here is not None and not differ
     todo, to_replace = [], set()
     for entry in files:
         path = dest / entry["name"]
@@ -304,9 +312,9 @@ def _download(base: str, dest: Path, staging: Path, report: DownloadReport,
             todo.append(entry)
             to_replace.add(entry["name"])
             if not differ:  # (a replaced release's files all differ: said once above)
-                logger.warning("[download] %s differs from the manifest's file (damaged?): "
-                               "fetching it again; the file here is replaced only once its "
-                               "replacement verifies", path)
+                logger.warning("[download] %s differs from the manifest's file (%s): fetching "
+                               "it again; the file here is replaced only once its replacement "
+                               "verifies", path, "damaged" if damaged else "not this release's?")
     logger.info("[download] %s: %d file(s) selected, %d already here and valid, %d to fetch "
                 "(%s bytes)", base, len(files), len(report.skipped), len(todo),
                 f"{sum(e['bytes'] for e in todo):,}")
@@ -323,15 +331,18 @@ def _download(base: str, dest: Path, staging: Path, report: DownloadReport,
                 report.failed[name], short[name] = _failure(err, retries)
                 logger.error("[download] %s: %s", name, report.failed[name])
                 continue
-            if name in to_replace:
+            wait = name in to_replace and not damaged
+            if wait:
                 held.append(name)  # into place once every file has verified
             else:
                 os.replace(staging / name, dest / name)
                 report.downloaded.append(name)
+                if name in to_replace:
+                    report.replaced.append(name)
             report.bytes_downloaded += entry["bytes"]
             logger.info("[download] %s: %s bytes verified%s", name, f"{entry['bytes']:,}",
-                        " (replaces the file here once every file has verified)"
-                        if name in to_replace else "")
+                        " (replaces the file here once every file has verified)" if wait
+                        else " (replaced the damaged file here)" if name in to_replace else "")
         if report.failed:
             progress.close(failed=True)
     report.seconds = time.perf_counter() - t0
