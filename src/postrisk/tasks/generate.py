@@ -39,7 +39,8 @@ def build_sample(key: TaskKey, cov: Covariates, prior_params: dict, n: int,
     the prior's prior settings, :func:`postrisk.tasks.key.config_digest`).
     ``noise_strength``: the strength ``s`` of the noise mode (:func:`~postrisk.tasks.noise.
     fit_noise_model`); the pipeline passes the config's ``noise_model.strength`` (whose
-    default equals ``NOISE_STRENGTH``), ``benchmarks/noise_baseline.py`` varies it. It changes only the noise variances and y.
+    default equals ``NOISE_STRENGTH``), ``benchmarks/noise_baseline.py`` varies it. It
+    changes only the noise variances and y.
     """
     start = time.perf_counter()
     spec = get_dataset(key.dataset)
