@@ -128,4 +128,4 @@ def test_excluded_region_control_other_point_fails(excluded):
 def test_excluded_region_control_overconfident_extrapolation_fails(excluded):
     result = excluded["shrunk"]
     print(result)
-    assert result.coverage90 < 0.9 and result.coverage_pvalue < ALPHA, result
+    assert result.coverage90 < result.coverage_nominal and result.coverage_pvalue < ALPHA, result
