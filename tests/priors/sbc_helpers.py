@@ -14,7 +14,11 @@ rows, so no training input lies in the region x₁ ≥ c that the evaluation row
 point and the other one included) fill; the posterior there is an extrapolation. With
 ``excluded_from=None`` (the default) the instances are exactly those of the design above.
 ``controls`` adds negative controls that reuse the posterior's draws (no new sampler run):
-each maps (draws, instance) to the draws checked at the point, e.g. :func:`shrunk`.
+each maps (draws, instance) to the draws checked at the point, e.g. :func:`scaled`, and
+:func:`dispersion_controls`, the posterior widened and narrowed by 20%, which every SBC runs.
+The coverage is tested against a perfect sampler's at the SBC's D
+(:func:`postrisk.evaluation.posterior_checks.calibration_test`), so an assert that a control
+covers too little or too much compares with ``coverage_nominal``, not with 0.9.
 """
 
 from __future__ import annotations
@@ -51,18 +55,37 @@ def _checks(draws: np.ndarray, inst: dict, point: int) -> tuple[int, int, bool]:
     return rank, ll, cov
 
 
-def shrunk(factor: float) -> Callable[[np.ndarray, dict], np.ndarray]:
-    """A control: the draws at the evaluation rows pulled towards their mean by ``factor``
-    (an over-confident posterior at the point; the training rows, hence the log-likelihood
-    rank, unchanged: only f(x)'s rank and coverage can see it)."""
+def scale_about_mean(draws: np.ndarray, factor: float) -> np.ndarray:
+    """Each column's draws moved away from (``factor`` > 1) or towards (< 1) their mean: a
+    posterior whose spread is off by ``factor``, its mean kept."""
+    draws = np.asarray(draws, dtype=float)
+    mean = draws.mean(axis=0)
+    return mean + factor * (draws - mean)
+
+
+def scaled(factor: float) -> Callable[[np.ndarray, dict], np.ndarray]:
+    """A control: the draws at the evaluation rows scaled about their mean by ``factor``
+    (below 1: an over-confident posterior at the point, above 1: an under-confident one; the
+    training rows, hence the log-likelihood rank, unchanged: only f(x)'s rank and coverage can
+    see it)."""
     def control(draws: np.ndarray, inst: dict) -> np.ndarray:
         n_eval = inst["n_eval"]
         out = np.array(draws, dtype=float)
-        mean = out[:, :n_eval].mean(axis=0)
-        out[:, :n_eval] = mean + factor * (out[:, :n_eval] - mean)
+        out[:, :n_eval] = scale_about_mean(out[:, :n_eval], factor)
         return out
 
     return control
+
+
+#: The dispersion controls every SBC runs on its posterior's own draws: widened and narrowed
+#: by 20% about their mean at the evaluation rows (no sampler run of their own).
+WIDENED, NARROWED = 1.2, 0.8
+
+
+def dispersion_controls() -> dict[str, Callable[[np.ndarray, dict], np.ndarray]]:
+    """``{"widened": …, "narrowed": …}``: :func:`scaled` by :data:`WIDENED` and
+    :data:`NARROWED`."""
+    return {"widened": scaled(WIDENED), "narrowed": scaled(NARROWED)}
 
 
 def run_sbc(instance: Callable[[int], dict], draws_of: Callable[[dict], np.ndarray],

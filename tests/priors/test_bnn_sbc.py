@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from postrisk.priors.bnn.prior import BayesianNeuralNetworkPrior
-from tests.priors.sbc_helpers import make_instance, run_sbc, shrunk
+from tests.priors.sbc_helpers import make_instance, run_sbc, scaled
 
 pytestmark = pytest.mark.slow
 
@@ -109,7 +109,7 @@ def test_control_prior_as_posterior_fails(params):
 @pytest.fixture(scope="module")
 def excluded(params):
     return _sbc(params, n_instances=N_EXCLUDED, excluded_from=EXCLUDED_FROM,
-                controls={"shrunk": shrunk(SHRINK)})
+                controls={"shrunk": scaled(SHRINK)})
 
 
 def test_posterior_is_calibrated_in_the_excluded_region(excluded):

@@ -26,7 +26,7 @@ import pytest
 from postrisk.gp.exact import sample_prior
 from postrisk.gp.kernels import default_kernel
 from postrisk.priors.gp.model import GaussianProcessPrior
-from tests.priors.sbc_helpers import make_instance, run_sbc, shrunk
+from tests.priors.sbc_helpers import make_instance, run_sbc, scaled
 
 N_INSTANCES, N_DRAWS = 200, 99
 D, N_TRAIN, N_EVAL, EXCLUDED_FROM = 2, 24, 4, 0.6
@@ -55,7 +55,7 @@ def _sbc(noise_var_factor: float = 1.0, prior: bool = False, controls: dict | No
 
 @pytest.fixture(scope="module")
 def calibrated():
-    return _sbc(controls={"shrunk": shrunk(SHRINK)})
+    return _sbc(controls={"shrunk": scaled(SHRINK)})
 
 
 def test_design_excludes_the_region_from_training():

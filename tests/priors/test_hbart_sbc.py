@@ -31,7 +31,7 @@ pytest.importorskip("bartz")
 
 from postrisk.priors.hbart.model import TreePrior, sample_prior_draws  # noqa: E402
 from postrisk.priors.hbart.prior import HeteroscedasticBartPrior  # noqa: E402
-from tests.priors.sbc_helpers import make_instance, run_sbc, shrunk  # noqa: E402
+from tests.priors.sbc_helpers import make_instance, run_sbc, scaled  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +103,7 @@ def test_control_prior_as_posterior_fails():
 @pytest.fixture(scope="module")
 def excluded():
     return _sbc(n_instances=N_EXCLUDED, excluded_from=EXCLUDED_FROM,
-                controls={"shrunk": shrunk(SHRINK)})
+                controls={"shrunk": scaled(SHRINK)})
 
 
 def test_posterior_is_calibrated_in_the_excluded_region(excluded):
