@@ -13,6 +13,7 @@ from postrisk.priors.gp.model import GaussianProcessPrior
 from postrisk.tasks import diagnostics
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
 from postrisk.tasks.store import TASK_SCHEMA_VERSION, StoreValidationError, validate_store
+from tests.priors.sbc_helpers import NARROWED, WIDENED, scale_about_mean
 
 
 @pytest.fixture(scope="module")
@@ -158,19 +159,29 @@ def test_stored_rhat_and_ess_are_those_of_the_stored_draws(concrete, tmp_path):
 # -- simulation-based calibration (docs/design.md, "Reference-posterior checks") ---------------
 
 N_SBC = 400
+#: The calibrated posterior's run, whose draws the dispersion controls reuse: they need it
+#: (widened / narrowed by 20% at D = 99 fail at α = 10⁻³ in 66% / 97% of designs at 400
+#: instances, in over 99% at 1,000; simulated with exact Gaussian posteriors).
+N_SBC_DISPERSION = 1000
 D_SBC = 99  # ranks 0…99: 100 values, 10 equally likely bins
 
 
-def _sbc(control: str | None, seed: int = 0):
+def _sbc(control: str | None, seed: int = 0, n_instances: int = N_SBC
+         ) -> dict[str, posterior_checks.CalibrationTest]:
     """One random evaluation point per small GP instance; ranks of f(x) and of the data
-    log-likelihood; the GP prior's own sample and posterior code paths."""
+    log-likelihood; the GP prior's own sample and posterior code paths. ``"main"``: the
+    draws (of the posterior, or of ``control``); ``"widened"`` / ``"narrowed"``: the same draws
+    at the point scaled about their mean by 1.2 / 0.8 (the dispersion controls of
+    :func:`tests.priors.sbc_helpers.dispersion_controls`)."""
     rng = np.random.default_rng(seed)
     family = GaussianProcessPrior()
     kernel = default_kernel(("matern32", "linear"), 2)
     params = {"kernel": kernel.to_dict(), "a": 1.0}
     n_train, n_eval = 25, 15
-    ranks_f, ranks_ll, covered = [], [], []
-    for _ in range(N_SBC):
+    factors = {"main": 1.0, "widened": WIDENED, "narrowed": NARROWED}
+    ranks_f, covered = ({name: [] for name in factors} for _ in range(2))
+    ranks_ll = []
+    for _ in range(n_instances):
         x = rng.uniform(size=(n_train + n_eval, 2))
         f = family.sample(params, x, rng)
         noise_var = rng.uniform(0.05, 0.3, size=n_train)
@@ -183,23 +194,41 @@ def _sbc(control: str | None, seed: int = 0):
                                      {"draws": D_SBC}).draws
         j = rng.integers(n_eval)
         col = (j + 1 + rng.integers(n_eval - 1)) % n_eval if control == "permuted_index" else j
-        ranks_f.append(diagnostics.rank_of_truth(draws[:, [col]], f[[j]])[0])
-        covered.append(diagnostics.covered_central(draws[:, [col]], f[[j]])[0])
+        for name, factor in factors.items():
+            at_point = (draws[:, [col]] if factor == 1.0
+                        else scale_about_mean(draws[:, [col]], factor))
+            ranks_f[name].append(diagnostics.rank_of_truth(at_point, f[[j]])[0])
+            covered[name].append(diagnostics.covered_central(at_point, f[[j]])[0])
         ranks_ll.append(diagnostics.loglik_rank(draws[:, n_eval:], f[n_eval:], y, noise_var))
-    return posterior_checks.calibration_test({"f": np.array(ranks_f), "loglik": np.array(ranks_ll)},
-                                   np.array(covered), D_SBC, alpha=1e-3)
+    return {name: posterior_checks.calibration_test(
+                {"f": np.array(ranks_f[name]), "loglik": np.array(ranks_ll)},
+                np.array(covered[name]), D_SBC, alpha=1e-3) for name in factors}
+
+
+@pytest.fixture(scope="module")
+def gp_sbc():
+    return _sbc(None, n_instances=N_SBC_DISPERSION)
 
 
 @pytest.mark.slow
-def test_gp_posterior_is_calibrated():
-    result = _sbc(None)
+def test_gp_posterior_is_calibrated(gp_sbc):
+    result = gp_sbc["main"]
     assert result.passed, result
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("control", ["noise_x2", "permuted_index", "prior_as_posterior"])
 def test_negative_controls_fail_the_same_check(control):
-    result = _sbc(control)
+    result = _sbc(control)["main"]
+    assert not result.passed, result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("control", ["widened", "narrowed"])
+def test_posterior_widened_or_narrowed_by_20_percent_fails(gp_sbc, control):
+    result = gp_sbc[control]
+    print(result)
+    assert (result.coverage90 > result.coverage_nominal) is (control == "widened"), result
     assert not result.passed, result
 
 
