@@ -22,6 +22,18 @@ point's draws, and the posterior's own draws at the evaluation rows pulled towar
 by 0.5 (an over-confident extrapolation); both fail through f*(x)'s rank and coverage at the
 point. The noise and prior controls fail there only through the log-likelihood at the
 training rows (tests/priors/test_gp_sbc.py), which the design above already tests.
+
+Coverage is tested against a perfect sampler's at D = 50 (0.865), not 0.90
+(``calibration_test``; the plain D, not an ESS, for these thinned chains). Both designs also
+run the dispersion controls on the posterior's own draws
+(:func:`tests.priors.sbc_helpers.dispersion_controls`: widened and narrowed by 20% at the
+evaluation rows). At these sizes the test cannot resolve ±20%: with exact Gaussian posteriors
+at D = 50 they fail at α = 10⁻³ in about one design in four (widened) and one in two
+(narrowed) at 200 instances, and in 3% and 16% at 80; the 1,000 instances that would be
+needed cost five times the sampler runs. So their p-values are printed, and the ordinary
+design asserts only that the calibrated posterior lies between them: the narrowed draws cover
+less than the nominal and the widened more (each at least 99% likely for a correct posterior
+at 200 instances), i.e. the posterior is neither ≈ 20% too narrow nor ≈ 25% too wide.
 """
 
 from __future__ import annotations
@@ -30,7 +42,7 @@ import numpy as np
 import pytest
 
 from postrisk.priors.bnn.prior import BayesianNeuralNetworkPrior
-from tests.priors.sbc_helpers import make_instance, run_sbc, scaled
+from tests.priors.sbc_helpers import dispersion_controls, make_instance, run_sbc, scaled
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +90,7 @@ def _sbc(params: dict, n_instances: int = N_INSTANCES, noise_var_factor: float =
 
 @pytest.fixture(scope="module")
 def calibrated(params):
-    return _sbc(params)
+    return _sbc(params, controls=dispersion_controls())
 
 
 def test_posterior_is_calibrated(calibrated):
@@ -86,6 +98,13 @@ def test_posterior_is_calibrated(calibrated):
     print(result)
     assert result.n == N_INSTANCES
     assert result.passed, result
+
+
+def test_posterior_lies_between_its_dispersion_controls(calibrated):
+    nominal = calibrated["main"].coverage_nominal
+    for name in ("narrowed", "widened"):
+        print(name, calibrated[name])
+    assert calibrated["narrowed"].coverage90 < nominal < calibrated["widened"].coverage90
 
 
 def test_control_noise_doubled_fails(params):
@@ -109,12 +128,14 @@ def test_control_prior_as_posterior_fails(params):
 @pytest.fixture(scope="module")
 def excluded(params):
     return _sbc(params, n_instances=N_EXCLUDED, excluded_from=EXCLUDED_FROM,
-                controls={"shrunk": scaled(SHRINK)})
+                controls={"shrunk": scaled(SHRINK), **dispersion_controls()})
 
 
 def test_posterior_is_calibrated_in_the_excluded_region(excluded):
     result = excluded["main"]
     print(result)
+    for name in ("narrowed", "widened"):  # no power at 80 instances: printed, not asserted
+        print(name, excluded[name])
     assert result.n == N_EXCLUDED
     assert result.passed, result
 

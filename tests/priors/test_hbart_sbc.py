@@ -21,6 +21,18 @@ controls fail only through the log-likelihood at the training rows, as in the de
 another evaluation point's draws fail for the GP and the BNN but not here (coverage 0.79,
 p = 0.004: tree posteriors at two points of the excluded region overlap), so it is printed,
 not asserted.
+
+Coverage is tested against a perfect sampler's at D = 128 (0.886), not 0.90
+(``calibration_test``; the plain D, not an ESS, for these 16 short thinned chains). Both
+designs also run the dispersion controls on the posterior's own draws
+(:func:`tests.priors.sbc_helpers.dispersion_controls`: widened and narrowed by 20% at the
+evaluation rows). At these sizes the test cannot resolve ±20%: with exact Gaussian posteriors
+at D = 128 they fail at α = 10⁻³ in about one design in six (widened) and two in three
+(narrowed) at 200 instances, and in 1% and 14% at 70; the 1,000 instances that would be needed
+cost five times the sampler runs. So their p-values are printed, and the ordinary design
+asserts only that the calibrated posterior lies between them: the narrowed draws cover less
+than the nominal and the widened more (each at least 99% likely for a correct posterior at 200
+instances), i.e. the posterior is neither ≈ 20% too narrow nor ≈ 25% too wide.
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ pytest.importorskip("bartz")
 
 from postrisk.priors.hbart.model import TreePrior, sample_prior_draws  # noqa: E402
 from postrisk.priors.hbart.prior import HeteroscedasticBartPrior  # noqa: E402
-from tests.priors.sbc_helpers import make_instance, run_sbc, scaled  # noqa: E402
+from tests.priors.sbc_helpers import dispersion_controls, make_instance, run_sbc, scaled  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +84,7 @@ def _sbc(noise_var_factor: float = 1.0, prior: bool = False,
 
 @pytest.fixture(scope="module")
 def calibrated():
-    return _sbc()
+    return _sbc(controls=dispersion_controls())
 
 
 def test_posterior_is_calibrated(calibrated):
@@ -80,6 +92,13 @@ def test_posterior_is_calibrated(calibrated):
     print(result)
     assert result.n == N_INSTANCES
     assert result.passed, result
+
+
+def test_posterior_lies_between_its_dispersion_controls(calibrated):
+    nominal = calibrated["main"].coverage_nominal
+    for name in ("narrowed", "widened"):
+        print(name, calibrated[name])
+    assert calibrated["narrowed"].coverage90 < nominal < calibrated["widened"].coverage90
 
 
 def test_control_noise_doubled_fails():
@@ -103,13 +122,15 @@ def test_control_prior_as_posterior_fails():
 @pytest.fixture(scope="module")
 def excluded():
     return _sbc(n_instances=N_EXCLUDED, excluded_from=EXCLUDED_FROM,
-                controls={"shrunk": scaled(SHRINK)})
+                controls={"shrunk": scaled(SHRINK), **dispersion_controls()})
 
 
 def test_posterior_is_calibrated_in_the_excluded_region(excluded):
     result = excluded["main"]
     print(result)
     print("other point (no power here, not asserted):", excluded["other_point"])
+    for name in ("narrowed", "widened"):  # no power at 70 instances: printed, not asserted
+        print(name, excluded[name])
     assert result.n == N_EXCLUDED
     assert result.passed, result
 
