@@ -33,7 +33,8 @@ at D = 50 they fail at α = 10⁻³ in about one design in four (widened) and on
 needed cost five times the sampler runs. So their p-values are printed, and the ordinary
 design asserts only that the calibrated posterior lies between them: the narrowed draws cover
 less than the nominal and the widened more (each at least 99% likely for a correct posterior
-at 200 instances), i.e. the posterior is neither ≈ 20% too narrow nor ≈ 25% too wide.
+at 200 instances); a posterior 17% too narrow (1/1.2) or 25% too wide (1/0.8) fails it about
+half the time, a larger error more often.
 """
 
 from __future__ import annotations
