@@ -61,12 +61,13 @@ def selection_file(cell: Cell, root: str = RESULTS) -> str:
                                                     strict=True)))
 
 
-def bnn_seeds(cfg: Mapping) -> list[int]:
-    """The seeds the BNN's instances are built on (the candidates a selection chooses from):
-    every built seed, or the first ``seeds.per_prior.bnn``."""
+def prior_seeds(cfg: Mapping, prior: str) -> list[int]:
+    """Seeds whose instances of ``prior`` are built: every built seed, or the first
+    ``seeds.per_prior.<prior>`` of them (for the BNN: the candidates a selection chooses
+    from)."""
     per_prior = cfg["seeds"].get("per_prior") or {}
     seeds = task_seeds(cfg)
-    return seeds[: int(per_prior.get("bnn", len(seeds)))]
+    return seeds[: int(per_prior.get(prior, len(seeds)))]
 
 
 def selection_digest(cfg: Mapping) -> str:
@@ -77,7 +78,7 @@ def selection_digest(cfg: Mapping) -> str:
     ``valid_per_cell``."""
     return digest({"scale": cfg.get("scale"), "sample": config_digest(cfg, "bnn"),
                    "posterior.bnn": (cfg.get("posterior") or {}).get("bnn"),
-                   "seeds": {"candidates": bnn_seeds(cfg),
+                   "seeds": {"candidates": prior_seeds(cfg, "bnn"),
                              "valid_per_cell": int(cfg["seeds"]["valid_per_cell"])}})
 
 
@@ -138,6 +139,7 @@ class SeedPolicy:
     def __init__(self, cfg: Mapping,
                  selections: Mapping[Cell, Sequence[int]] | None = None) -> None:
         self.n_valid = int(cfg["seeds"]["valid_per_cell"])
+        self._cfg = cfg
         self.task_seeds = task_seeds(cfg)
         self.selection_digest = selection_digest(cfg)
         self.per_prior = {p: int(k) for p, k in (cfg["seeds"].get("per_prior") or {}).items()}
@@ -146,9 +148,8 @@ class SeedPolicy:
                            for cell, seeds in (selections or {}).items()}
 
     def prior_seeds(self, prior: str) -> list[int]:
-        """Seeds whose instances of ``prior`` are built: every built seed, or the first
-        ``seeds.per_prior.<prior>`` of them."""
-        return self.task_seeds[: self.per_prior.get(prior, len(self.task_seeds))]
+        """Seeds whose instances of ``prior`` are built (:func:`prior_seeds`)."""
+        return prior_seeds(self._cfg, prior)
 
     def n_valid_for(self, condition: Sequence[str]) -> int:
         """How many valid seeds a condition uses: ``valid_per_cell``, at most
