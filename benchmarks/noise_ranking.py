@@ -28,6 +28,7 @@ from scipy.stats import kendalltau
 from postrisk.evaluation.paper import paper_numbers
 from postrisk.methods.registry import display_name
 from postrisk.methods.table import ABLATION_TABLE
+from postrisk.report.tables import markdown_table
 
 TARGET = "eu_posterior_excess_risk"
 TABLES = {"table8": "posterior excess risk", "table9": "posterior variance",
@@ -50,15 +51,8 @@ def order_agreement(old: pd.Series, new: pd.Series) -> tuple[float, int]:
     return float(kendalltau(old[common], new[common]).statistic), len(common)
 
 
-def _fmt(value: object) -> str:
-    if isinstance(value, float | np.floating):
-        return "–" if np.isnan(value) else f"{value:+.2f}" if value < 0 else f"{value:.2f}"
-    return "–" if value is None else str(value)
-
-
 def _markdown(rows: list[list[object]], header: list[str]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(_fmt(v) for v in r) + " |" for r in rows])
+    return markdown_table(pd.DataFrame(rows, columns=header))
 
 
 def order_section(old: Path, new: Path) -> str:
