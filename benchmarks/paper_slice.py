@@ -3,15 +3,16 @@
 `make paper-slice` runs Concrete × smooth_monotone × balanced × {GP, HBART, BNN} at the paper's
 settings (presets/paper_slice.yaml). This script prints, as Markdown:
 
-1. Table 3 per prior — instances, points, pooled 90% coverage (bootstrap CI), the rank
-   histogram's largest deviation, the median relative MCSE of the variance, the largest R̂,
-   the median corr(m, f*) — for the slice, for the demo's instances of the same cell
+1. Table 3 per prior — instances, points, pooled 90% coverage (95% t-interval over the
+   instances, their number beside it), the rank histogram's largest deviation, the median
+   relative MCSE of the variance, the largest R̂, the median corr(m, f*) — for the slice, for the demo's instances of the same cell
    (recomputed from its task stores with the same functions), for all of the demo's instances
    (its table3.csv) and the paper's (pooled over its whole grid);
 2. each method's mean Spearman ρ over the cell's scored instances with the three EU targets
    (posterior excess risk, posterior variance, point-wise excess risk) and, for the methods
    that estimate AU, with σ²_ε, per prior and over the three priors, slice beside demo, the
-   paper's value where its text gives one;
+   paper's value where its text gives one; every slice mean per prior with its 95% t-interval
+   over the instances and their number (three instances say little: t(0.975, 2) = 4.30);
 3. the order of the methods by mean ρ with the posterior excess risk, slice and demo.
 
     .venv/bin/python benchmarks/paper_slice.py --slice runs/paper_slice/results \
@@ -28,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from postrisk.evaluation.paper import paper_numbers, paper_value
-from postrisk.evaluation.posterior_checks import table3
+from postrisk.evaluation.posterior_checks import mean_t_interval, table3
 from postrisk.methods.registry import display_name
 from postrisk.report.checks import collect_checks
 
@@ -66,7 +67,7 @@ def cell_table3(results: Path) -> pd.DataFrame:
     if not paths:
         return pd.DataFrame()
     instances, points = collect_checks(paths)
-    table = table3(instances, points, np.random.default_rng(0))
+    table = table3(instances, points)
     table["max_rhat"] = [float(instances.loc[instances["prior"] == p, "max_rhat"].max())
                          for p in table["prior"]]
     return table.set_index("prior")
@@ -82,16 +83,36 @@ def score_table(results: Path, prior: str) -> pd.DataFrame | None:
 
 
 def method_rho(results: Path) -> pd.DataFrame:
-    """Mean ρ per (method, prior) and over the priors (each prior's mean weighted alike)."""
+    """Mean ρ per (method, prior) and over the priors (each prior's mean weighted alike); per
+    (method, prior) also the number of instances (``n``) and, per target, the 95% t-interval
+    of the mean over them (``<target>_lo``, ``<target>_hi``)."""
     frames = [f for p in PRIORS if (f := score_table(results, p)) is not None]
     if not frames:
         return pd.DataFrame()
     scores = pd.concat(frames)
-    per_prior = scores.groupby(["method", "prior"])[list(TARGETS)].mean()
-    overall = per_prior.groupby("method").mean()
+    rows = []
+    for (method, prior), group in scores.groupby(["method", "prior"]):
+        row = {"method": method, "prior": prior, "n": len(group)}
+        for target in TARGETS:
+            values = group[target].dropna().to_numpy()
+            row[target], row[f"{target}_lo"], row[f"{target}_hi"] = (
+                mean_t_interval(values) if values.size else (np.nan, np.nan, np.nan))
+        rows.append(row)
+    per_prior = pd.DataFrame(rows).set_index(["method", "prior"])
+    overall = per_prior.groupby("method")[list(TARGETS)].mean()
+    overall["n"] = per_prior.groupby("method")["n"].sum()
     overall["prior"] = "all"
     return pd.concat([per_prior.reset_index(),
                       overall.reset_index()]).set_index(["method", "prior"])
+
+
+def with_interval(row: pd.Series, target: str) -> str:
+    """``mean [lo, hi] (n)`` — the t-interval over the instances, beside their number."""
+    lo = row.get(f"{target}_lo", np.nan)
+    n = int(row["n"])
+    if pd.isna(lo):
+        return f"{fmt(row[target])} (n = {n})"
+    return f"{fmt(row[target])} [{fmt(lo)}, {fmt(row[f'{target}_hi'])}] (n = {n})"
 
 
 def fmt(value: object) -> str:
@@ -137,10 +158,10 @@ def rho_section(slice_: Path, demo: Path | None) -> str:
             other = (theirs.loc[(method, prior)] if (method, prior) in theirs.index
                      else pd.Series(np.nan, index=list(TARGETS)))
             rows.append([display_name(method), prior,
-                         *[f"{fmt(got[t])} ({fmt(other[t])})" for t in TARGETS],
+                         *[f"{with_interval(got, t)}; demo {fmt(other[t])}" for t in TARGETS],
                          paper if prior == "all" else None])
-    header = ["method", "prior", *[f"{v} slice (demo)" for v in TARGETS.values()],
-              "paper ρ EU risk"]
+    header = ["method", "prior", *[f"{v}: slice [95% t-interval] (instances); demo"
+                                   for v in TARGETS.values()], "paper ρ EU risk"]
     return markdown(rows, header)
 
 

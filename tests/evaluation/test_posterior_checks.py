@@ -21,18 +21,40 @@ def test_calibration_test_accepts_calibrated_and_rejects_overconfident():
 
 
 def test_table3_pooled_coverage_and_columns():
-    rng = np.random.default_rng(3)
     inst = pd.DataFrame({"prior": "gp", "dataset": ["a", "a", "b", "b"],
                          "noise": "bump", "coverage": "ood", "seed": [0, 1, 0, 1],
                          "n_eval": [100, 100, 200, 200], "covered90": [90, 80, 180, 190],
                          "corr_mean_ftrue": [0.9, 0.95, 0.97, 0.99]})
     points = {"gp": {"rank_hist": np.full(20, 0.05), "rank_expected": np.full(20, 0.05),
                      "mcse_var": np.full(10, 0.04)}}
-    table = posterior_checks.table3(inst, points, rng)
+    table = posterior_checks.table3(inst, points)
     row = table.iloc[0]
     assert row["coverage90_pooled"] == pytest.approx(540 / 600)
     assert row["coverage90_range_over_cells"] == "0.850–0.925"
+    # t-interval over the 4 instances, by hand: residuals hits − 0.9·totals = 0, −10, 0, 10,
+    # sd 8.165; SE = 8.165 / (150·√4) = 0.02722; t(0.975, 3) = 3.182; ± 0.0866
+    assert row["coverage90_ci"] == "0.813–0.987"
     assert row["mcse_var_pct_median"] == 4.0 and row["paper_coverage90_pooled"] == 0.899
+
+
+def test_pooled_share_t_interval_says_how_little_three_instances_show():
+    """Three instances: the t-interval is wider than their [min, max] (what a bootstrap over
+    three units gives at best), one instance has no interval, and over many repetitions of
+    k = 5 instances with instance-level spread the interval covers the true share about 95%."""
+    hits, totals = np.array([936.0, 947.0, 959.0]), np.full(3, 1000.0)
+    pooled, lo, hi = posterior_checks.pooled_share_t_interval(hits, totals)
+    assert pooled == pytest.approx(0.9473, abs=1e-4)
+    assert lo < 0.936 and hi > 0.959
+    assert (lo, hi) == pytest.approx((0.9187, 0.9760), abs=1e-3)  # sd 0.0115, t(2) = 4.303
+    assert np.isnan(posterior_checks.pooled_share_t_interval(hits[:1], totals[:1])[1])
+    rng = np.random.default_rng(7)
+    covered = 0
+    for _ in range(4000):
+        share = np.clip(0.9 + 0.03 * rng.standard_normal(5), 0, 1)  # instance-level spread
+        h = rng.binomial(500, share).astype(float)
+        _, lo, hi = posterior_checks.pooled_share_t_interval(h, np.full(5, 500.0))
+        covered += lo <= 0.9 <= hi
+    assert 0.93 <= covered / 4000 <= 0.97
 
 
 # ------------------------------------------------------------- the perfect sampler's coverage
@@ -121,7 +143,7 @@ def test_table3_new_columns_on_hand_made_frames():
                   "mcse_var": np.full(10, 0.04)} for p in ("gp", "bnn")}
     built = _built({("bump", "balanced"): [1.2, 1.0, 1.0], ("bump", "ood"): [1.0, 1.0, 1.0]},
                    n_valid=2)
-    table = posterior_checks.table3(inst, points, np.random.default_rng(3), built=built)
+    table = posterior_checks.table3(inst, points, built=built)
     gp, bnn = table.iloc[0], table.iloc[1]
     assert gp["coverage90_perfect_sampler"] == round(0.9 * 999 / 1001, 4)
     assert bnn["coverage90_perfect_sampler"] == round(0.9 * 599 / 601, 4)
@@ -145,7 +167,7 @@ def test_table3_new_columns_on_hand_made_frames():
     # the existing columns are unchanged by the additions (same stream, same values)
     old = posterior_checks.table3(inst.drop(columns=[c for c in inst if "_outer" in c
                                                       or "_rest" in c or c == "draws"]),
-                                  points, np.random.default_rng(3))
+                                  points)
     shared = [c for c in old.columns if not c.startswith(("coverage90_outer", "coverage90_rest",
                                                            "coverage90_perfect", "seeds_",
                                                            "paper_seeds_"))]

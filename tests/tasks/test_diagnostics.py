@@ -23,7 +23,7 @@ def test_rank_bins_have_exact_probabilities():
     inst = pd.DataFrame({"prior": "bnn", "dataset": "a", "noise": "bump", "coverage": "ood",
                          "seed": [0], "n_eval": [201], "covered90": [180],
                          "corr_mean_ftrue": [0.9]})
-    table = posterior_checks.table3(inst, points, np.random.default_rng(0))
+    table = posterior_checks.table3(inst, points)
     assert table["rank_hist_max_dev_pp"].iloc[0] == 0.0
     assert np.max(np.abs(points["bnn"]["rank_hist"] - 0.05)) == pytest.approx(11 / 201 - 0.05)
 

@@ -65,15 +65,15 @@ def collect_checks(task_paths: Sequence[str | Path]):
     return instances, points
 
 
-def _table3_over(task_paths, instances: pd.DataFrame, column: str, scale: str,
-                 rng: np.random.Generator) -> tuple[pd.DataFrame, dict]:
+def _table3_over(task_paths, instances: pd.DataFrame, column: str,
+                 scale: str) -> tuple[pd.DataFrame, dict]:
     """Table 3 over the instances flagged in ``column``, with the dropped counts, and the
     pooled per-prior point arrays."""
     paths = [p for p, ok in zip(task_paths, instances[column], strict=True) if ok]
     if not paths:
         return pd.DataFrame({"scale": [], "prior": []}), {}
     iv, points = collect_checks(paths)
-    table = table3(iv, points, rng, built=instances)
+    table = table3(iv, points, built=instances)
     # one data-log-likelihood rank per instance: uniform under a correct posterior (SBC)
     table["loglik_rank_uniformity_p"] = [
         round(rank_uniformity_pvalue(iv.loc[iv["prior"] == p, "rank_loglik"].to_numpy(),
@@ -145,20 +145,20 @@ def draw_rank_histograms(points: dict, priors: Sequence[str], n_inst: dict[str, 
     return fig
 
 
-def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str,
-                 rng: np.random.Generator, n_valid: int, sensitivity_csv=None,
+def write_checks(task_paths, table_csv, instances_csv, figure_png, scale: str, n_valid: int,
+                 sensitivity_csv=None,
                  prior_figures: dict[str, str] | None = None) -> pd.DataFrame:
     """Table 3 over the valid instances (R̂ ≤ 1.05 rule) and, in ``sensitivity_csv``, over those
     whose BNN R̂ ≤ 1.01; the per-instance CSV keeps dropped ones, flagged; rank histograms
     of all priors in one figure and one figure per prior (the legend below the panels)."""
     instances = mark_valid(collect_checks(task_paths)[0], n_valid)
-    table, points = _table3_over(task_paths, instances, "valid", scale, rng)
+    table, points = _table3_over(task_paths, instances, "valid", scale)
     for path in (table_csv, instances_csv):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(table_csv, index=False)
     instances.to_csv(instances_csv, index=False)
     if sensitivity_csv is not None:
-        strict_table = _table3_over(task_paths, instances, "valid_strict", scale, rng)[0]
+        strict_table = _table3_over(task_paths, instances, "valid_strict", scale)[0]
         strict_table.insert(1, "restriction", f"BNN max R̂ ≤ {RHAT_STRICT}")
         Path(sensitivity_csv).parent.mkdir(parents=True, exist_ok=True)
         strict_table.to_csv(sensitivity_csv, index=False)

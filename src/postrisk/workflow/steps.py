@@ -249,8 +249,8 @@ def report_checks(tasks: Sequence[str | Path], table: str, instances: str, figur
     (``prior_figures``: prior → PNG path)."""
     from postrisk.report.checks import write_checks
 
-    result = write_checks(tasks, table, instances, figure, scale, np.random.default_rng(0),
-                          n_valid, sensitivity, dict(prior_figures or {}))
+    result = write_checks(tasks, table, instances, figure, scale, n_valid, sensitivity,
+                          dict(prior_figures or {}))
     logger.info("\n%s", result.to_string())
     return result
 
