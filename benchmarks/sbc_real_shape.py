@@ -9,7 +9,8 @@ posterior from the workflow's posterior step (``build_task``) at the chosen sett
 (config.yaml's ``posterior.<prior>``: BNN 4 chains × (500 + 250), target acceptance 0.9,
 float64) or ``demo`` (presets/demo.yaml's). The seeds start at 1000, so no replicate is one of
 the pipeline's instances (seeds 0–12); replicate r runs every (noise, coverage) cell asked for
-before replicate r + 1, so a run cut short stays balanced.
+before replicate r + 1, so a run cut short stays balanced. ``--seed-base 0`` builds the
+pipeline's own instances instead (the report lists them apart, outside the pooled SBC).
 
 One CSV row per replicate (appended as each finishes; a rerun skips the rows already there):
 the settings, the cell and seed, D, the per-replicate 90% coverage over all evaluation points,
@@ -185,7 +186,7 @@ def run_replicates(args: argparse.Namespace) -> None:
           flush=True)
     for r in range(args.replicates):
         for noise, coverage in cells:
-            key = TaskKey(DATASET, args.prior, noise, coverage, SEED_BASE + r)
+            key = TaskKey(DATASET, args.prior, noise, coverage, args.seed_base + r)
             if (args.prior, args.settings, noise, coverage, key.seed) in done:
                 continue
             start = time.perf_counter()
@@ -318,10 +319,15 @@ def report(args: argparse.Namespace) -> None:
     from postrisk.report.tables import markdown_table
 
     frame = pd.read_csv(args.out)
-    table = summary(frame)
-    print(markdown_table(table))
+    replicates = frame[frame["seed"] >= SEED_BASE]
+    print(markdown_table(summary(replicates)))
     print()
-    print(markdown_table(per_cell(frame)))
+    print(markdown_table(per_cell(replicates)))
+    pipeline = frame[frame["seed"] < SEED_BASE]
+    if not pipeline.empty:
+        print("\nThe pipeline's own seeds, built the same way:\n")
+        print(markdown_table(pipeline[["prior", "settings", "noise", "coverage", "seed",
+                                       "coverage90", "z2_mean", "max_rhat"]]))
 
 
 def main() -> None:
@@ -333,6 +339,9 @@ def main() -> None:
     go.add_argument("--replicates", type=int, default=25, help="per (noise, coverage) cell")
     go.add_argument("--noise", nargs="+", default=["smooth_monotone", "bump"])
     go.add_argument("--coverage", nargs="+", default=["balanced", "ood"])
+    go.add_argument("--seed-base", type=int, default=SEED_BASE,
+                    help="first seed; below 1000: the pipeline's own instances, which the "
+                         "report lists apart from the SBC's replicates")
     go.add_argument("--devices", type=int, default=2, help="CPU devices the chains use")
     go.add_argument("--work", default=str(REPO / "runs" / "sbc_real_shape"),
                     help="covariate store and prior fits, reused")
