@@ -43,6 +43,7 @@ Usage (one prior per process: bartz needs JAX x64 off, the BNN float64)::
     python benchmarks/sbc_real_shape.py run --prior hbart --settings demo --replicates 10
     python benchmarks/sbc_real_shape.py run --prior gp --settings paper --replicates 25
     python benchmarks/sbc_real_shape.py report
+    python benchmarks/sbc_real_shape.py rhat-null   # R̂ of exact draws, 4 per chain
 """
 
 from __future__ import annotations
@@ -330,6 +331,33 @@ def report(args: argparse.Namespace) -> None:
                                        "coverage90", "z2_mean", "max_rhat"]]))
 
 
+def rhat_null(args: argparse.Namespace) -> None:
+    """The split-R̂ an exact sampler shows: independent N(0, 1) draws arranged as ``chains`` ×
+    ``per_chain``, at ``points`` independent evaluation points, ``reps`` times; the max and
+    median over the points and the share above the 1.05 rule, as the task stores compute R̂
+    (:func:`postrisk.tasks.diagnostics.rhat_and_ess`). What R̂ reads with 4 draws per chain
+    when nothing is wrong."""
+    from postrisk.report.tables import markdown_table
+    from postrisk.tasks.diagnostics import rhat_and_ess
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for chains in args.chains:
+        for per_chain in args.per_chain:
+            stats = []
+            for _ in range(args.reps):
+                rhat, _ = rhat_and_ess(rng.standard_normal((chains * per_chain, args.points)),
+                                       chains)
+                stats.append((rhat.max(), np.median(rhat), (rhat > RHAT_RULE).mean()))
+            stats = np.array(stats)
+            rows.append({"chains": chains, "per chain": per_chain, "points": args.points,
+                         "max R̂ (range over reps)": f"{stats[:, 0].min():.3f}–"
+                                                     f"{stats[:, 0].max():.3f}",
+                         "median R̂": float(stats[:, 1].mean()),
+                         "share > 1.05": float(stats[:, 2].mean())})
+    print(markdown_table(pd.DataFrame(rows)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -348,8 +376,13 @@ def main() -> None:
     go.add_argument("--out", default=str(CSV))
     rep = sub.add_parser("report", help="the pooled checks, as Markdown")
     rep.add_argument("--out", default=str(CSV))
+    null = sub.add_parser("rhat-null", help="R̂ of exact draws at a sampler's chain layout")
+    null.add_argument("--chains", type=int, nargs="+", default=[250, 50, 4])
+    null.add_argument("--per-chain", type=int, nargs="+", default=[4])
+    null.add_argument("--points", type=int, default=515)
+    null.add_argument("--reps", type=int, default=10)
     args = parser.parse_args()
-    {"run": run, "report": report}[args.command](args)
+    {"run": run, "report": report, "rhat-null": rhat_null}[args.command](args)
 
 
 if __name__ == "__main__":
