@@ -34,8 +34,8 @@ points, divergences, mean step size, mean tree depth and tree-depth hits (the MC
   with E the draws' ESS (D for the GP): the estimated mean and variance are noisy, which lifts
   z² above 1 by O(1/E) (1.003 at E = 1,000);
 * the χ² p-values of the two ranks' uniformity (10 bins), each a single point per replicate;
-* the share of replicates with z² below 0.86, against its share in an exact sampler's
-  replicates (the GP control's).
+* the share of replicates with z² below 0.86, beside what a χ²_k/k law with the replicates'
+  spread gives (k = 2/SD²), and the GP control's share.
 
 Usage (one prior per process: bartz needs JAX x64 off, the BNN float64)::
 
@@ -258,6 +258,18 @@ def nominals(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def below_under_chi2(z2: pd.Series, threshold: float = Z2_LOW) -> float:
+    """The share of replicates with mean z² below ``threshold`` that a χ²_k/k law with the
+    replicates' spread gives (k = 2/SD²: the mean z² over points whose errors are correlated
+    behaves like an average of k independent squares, its median below its mean of 1)."""
+    from scipy import stats
+
+    if len(z2) < 2:
+        return np.nan
+    k = 2.0 / float(z2.std(ddof=1)) ** 2
+    return float(stats.chi2.cdf(threshold * k, k))
+
+
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per (prior, settings, validity rule): the pooled checks."""
     from postrisk.evaluation.posterior_checks import mean_t_interval, rank_uniformity_pvalue
@@ -286,6 +298,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
                    "p_rank_loglik": rank_uniformity_pvalue(part["rank_loglik"].to_numpy(), d),
                    "share_z2_below_0.86": float((part["z2_mean"] < Z2_LOW).mean()),
                    "z2_sd": float(part["z2_mean"].std(ddof=1)) if len(part) > 1 else np.nan,
+                   "share_below_chi2": below_under_chi2(part["z2_mean"]),
                    "max_rhat_median": (float(part["max_rhat"].median())
                                        if part["max_rhat"].notna().any() else np.nan),
                    }
