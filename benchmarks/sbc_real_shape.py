@@ -60,6 +60,9 @@ import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
+# The demo's configuration names a method outside the package (examples.knn_uncertainty), which
+# the workflow imports from the checkout; reading that configuration here needs the same path.
+sys.path.insert(0, str(REPO))
 CSV = REPO / "benchmarks" / "measured" / "sbc_real_shape.csv"
 DATASET = "concrete"
 SEED_BASE = 1000
