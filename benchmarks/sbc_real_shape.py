@@ -282,7 +282,8 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     for (prior, settings), group in frame.groupby(["prior", "settings"], sort=False):
         valid = group["max_rhat"].isna() | (group["max_rhat"] <= RHAT_RULE)
         for rule, part in (("all", group), (f"R̂ ≤ {RHAT_RULE}", group[valid])):
-            if part.empty:
+            if part.empty:  # say so: e.g. HBART's few draws per chain keep R̂ above the rule
+                rows.append({"prior": prior, "settings": settings, "replicates": rule, "n": 0})
                 continue
             d = int(part["draws"].iloc[0])
             cov, cov_lo, cov_hi = mean_t_interval(part["coverage90"])
@@ -312,7 +313,9 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
                             f"{name}_rejected": bool(not c_lo <= nominal_cov <= c_hi
                                                      or not z_lo <= nominal_z <= z_hi)})
             rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table["D"] = table["D"].map(lambda d: "n/a" if pd.isna(d) else int(d))  # beside empty rows
+    return table
 
 
 def per_cell(frame: pd.DataFrame) -> pd.DataFrame:
