@@ -178,25 +178,29 @@ def run_replicates(args: argparse.Namespace) -> None:
 
     cfg = read_config(*SETTINGS_LAYERS[args.settings], base=REPO / "config.yaml")
     cfg["covariates"]["prefer_offline_package"] = True  # Concrete from its PyPI copy
-    settings = cfg["posterior"][args.prior]
+    settings = dict(cfg["posterior"][args.prior])
+    label = args.settings
+    if args.warmup is not None:  # a sampler setting between the demo's and the paper's
+        settings["warmup"] = args.warmup
+        label = f"{args.settings}-warmup{args.warmup}"
     cov, params = setup(args.prior, cfg, Path(args.work))
     n = training_size(DATASET, cfg["sizes"].get("n_cap"))
     strength = float(cfg["noise_model"]["strength"])
     point = int(np.random.default_rng(POINT_SEED).integers(cov.eval_index.size))
     done = done_keys(Path(args.out))
     cells = [(noise, coverage) for noise in args.noise for coverage in args.coverage]
-    print(f"{args.prior} at {args.settings} settings {settings}: {args.replicates} replicates "
+    print(f"{args.prior} at {label} settings {settings}: {args.replicates} replicates "
           f"× {len(cells)} cells, n = {n}, n_eval = {cov.eval_index.size}, s = {strength}",
           flush=True)
     for r in range(args.replicates):
         for noise, coverage in cells:
             key = TaskKey(DATASET, args.prior, noise, coverage, args.seed_base + r)
-            if (args.prior, args.settings, noise, coverage, key.seed) in done:
+            if (args.prior, label, noise, coverage, key.seed) in done:
                 continue
             start = time.perf_counter()
             sample = build_sample(key, cov, params, n, noise_strength=strength)
             task = build_task(sample, settings)
-            row = replicate_row(task, args.prior, args.settings, point,
+            row = replicate_row(task, args.prior, label, point,
                                 time.perf_counter() - start)
             append_row(Path(args.out), row)
             print(f"{key.label}: coverage {row['coverage90']:.3f}, z² {row['z2_mean']:.3f}, "
@@ -383,6 +387,9 @@ def main() -> None:
     go = sub.add_parser("run", help="build and condition replicates; append to the CSV")
     go.add_argument("--prior", choices=("gp", "hbart", "bnn"), required=True)
     go.add_argument("--settings", choices=tuple(SETTINGS_LAYERS), default="paper")
+    go.add_argument("--warmup", type=int, default=None,
+                    help="the sampler's warm-up iterations instead of the settings' own "
+                         "(recorded in the settings column)")
     go.add_argument("--replicates", type=int, default=25, help="per (noise, coverage) cell")
     go.add_argument("--noise", nargs="+", default=["smooth_monotone", "bump"])
     go.add_argument("--coverage", nargs="+", default=["balanced", "ood"])
