@@ -61,10 +61,10 @@ paper-slice: env
 	@$(BIN)/postrisk outputs --configfile presets/paper_slice.yaml --results $(SLICE_DIR)/results
 
 # The small suite inside the package (postrisk.get_task; docs/release.md): the slice's valid
-# instances, thinned, packed into src/postrisk/data/suite.
+# instances of every prior (HBART too, on the same seeds), thinned, packed into
+# src/postrisk/data/suite.
 embedded-suite: env
-	$(BIN)/snakemake release --configfile presets/paper_slice.yaml presets/embedded.yaml \
-		--directory $(SLICE_DIR) \
+	$(BIN)/snakemake release --configfile presets/paper_slice.yaml --directory $(SLICE_DIR) \
 		--cores $(CORES) --quiet rules
 	$(BIN)/python -m postrisk.release.embedded $(SLICE_DIR)/results \
 		--document DATA_CARD.md --document CITATION.cff
