@@ -14,7 +14,7 @@ TEST_WORKERS ?= $(CORES)
 help:
 	@echo "make demo       set up .venv and run the embedded demo end to end"
 	@echo "make studies    the paper's studies, small (over the demo preset; <= 15 min)"
-	@echo "make paper-slice one Concrete cell per prior at the paper's settings (~80 min)"
+	@echo "make paper-slice one Concrete cell per prior at the paper's settings (~140 min)"
 	@echo "make embedded-suite the package's small suite, from the slice's results"
 	@echo "make test       fast test tier (<= 10 min)"
 	@echo "make test-slow  slow test tier (<= 40 min)"

@@ -180,9 +180,11 @@ def run_replicates(args: argparse.Namespace) -> None:
     cfg["covariates"]["prefer_offline_package"] = True  # Concrete from its PyPI copy
     settings = dict(cfg["posterior"][args.prior])
     label = args.settings
-    if args.warmup is not None:  # a sampler setting between the demo's and the paper's
-        settings["warmup"] = args.warmup
-        label = f"{args.settings}-warmup{args.warmup}"
+    # a sampler setting between the demo's and the paper's, recorded in the settings column
+    for name in ("warmup", "chains"):
+        if getattr(args, name) is not None:
+            settings[name] = getattr(args, name)
+            label += f"-{name}{getattr(args, name)}"
     cov, params = setup(args.prior, cfg, Path(args.work))
     n = training_size(DATASET, cfg["sizes"].get("n_cap"))
     strength = float(cfg["noise_model"]["strength"])
@@ -390,6 +392,9 @@ def main() -> None:
     go.add_argument("--warmup", type=int, default=None,
                     help="the sampler's warm-up iterations instead of the settings' own "
                          "(recorded in the settings column)")
+    go.add_argument("--chains", type=int, default=None,
+                    help="the sampler's chains instead of the settings' own (HBART: a subset of "
+                         "the paper's independent chains; recorded in the settings column)")
     go.add_argument("--replicates", type=int, default=25, help="per (noise, coverage) cell")
     go.add_argument("--noise", nargs="+", default=["smooth_monotone", "bump"])
     go.add_argument("--coverage", nargs="+", default=["balanced", "ood"])
