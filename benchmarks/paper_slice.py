@@ -5,9 +5,10 @@ settings (presets/paper_slice.yaml). This script prints, as Markdown:
 
 1. Table 3 per prior — instances, points, pooled 90% coverage (95% t-interval over the
    instances, their number beside it), the rank histogram's largest deviation, the median
-   relative MCSE of the variance, the largest R̂, the median corr(m, f*) — for the slice, for the demo's instances of the same cell
-   (recomputed from its task stores with the same functions), for all of the demo's instances
-   (its table3.csv) and the paper's (pooled over its whole grid);
+   relative MCSE of the variance, the largest R̂, the median corr(m, f*) — for the slice, for
+   the demo's instances of the same cell (recomputed from its task stores with the same
+   functions), for all of the demo's instances (its table3.csv) and the paper's (pooled over
+   its whole grid);
 2. each method's mean Spearman ρ over the cell's scored instances with the three EU targets
    (posterior excess risk, posterior variance, point-wise excess risk) and, for the methods
    that estimate AU, with σ²_ε, per prior and over the three priors, slice beside demo, the
