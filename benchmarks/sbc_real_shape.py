@@ -319,7 +319,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
                    "p_rank_loglik": rank_uniformity_pvalue(part["rank_loglik"].to_numpy(), d),
                    # the log-likelihood rank's mean on [0, 1] (0.5 for a calibrated posterior;
                    # above: the draws under-fit the training data, below: they over-fit) and a
-                   # KS test of uniformity, which has more power than 20 bins at few replicates
+                   # KS test of uniformity, which has more power than 10 bins at few replicates
                    "mean_rank_loglik": float((part["rank_loglik"] / d).mean()),
                    "p_ks_loglik": loglik_rank_ks(part["rank_loglik"], d),
                    "share_z2_below_0.86": float((part["z2_mean"] < Z2_LOW).mean()),
