@@ -3,7 +3,8 @@
 `make paper-slice` runs Concrete × smooth_monotone × balanced × {GP, HBART, BNN} at the paper's
 settings (presets/paper_slice.yaml). This script prints, as Markdown:
 
-1. Table 3 per prior — instances, points, pooled 90% coverage (95% t-interval over the
+1. Table 3 per prior over the cell's scored instances (before any fit is scored, its valid
+   seeds) — instances, points, pooled 90% coverage (95% t-interval over the
    instances, their number beside it), the rank histogram's largest deviation, the median
    relative MCSE of the variance, the largest R̂, the median corr(m, f*) — for the slice, for
    the demo's instances of the same cell (recomputed from its task stores with the same
@@ -23,6 +24,7 @@ settings (presets/paper_slice.yaml). This script prints, as Markdown:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -31,6 +33,7 @@ import pandas as pd
 
 from postrisk.evaluation.paper import paper_numbers, paper_value
 from postrisk.evaluation.posterior_checks import mean_t_interval, table3
+from postrisk.grid.seeds import selection_file
 from postrisk.methods.registry import display_name
 from postrisk.report.checks import collect_checks
 
@@ -56,9 +59,14 @@ def cell_stores(results: Path, prior: str) -> list[Path]:
 
 
 def used_seeds(results: Path, prior: str) -> set[int]:
-    """The seeds the run scored for ``prior`` on the cell (its score table's rows)."""
+    """The seeds the run scored for ``prior`` on the cell (its score table's rows) or, before
+    any fit is scored (`make embedded-suite` builds the posteriors alone), the cell's valid
+    seeds (its seed-selection file)."""
     scores = score_table(results, prior)
-    return set() if scores is None else set(scores["seed"].astype(int))
+    if scores is not None:
+        return set(scores["seed"].astype(int))
+    selection = Path(selection_file(CELL, root=str(results)))
+    return set(json.loads(selection.read_text())["valid"]) if selection.exists() else set()
 
 
 def cell_table3(results: Path) -> pd.DataFrame:
