@@ -62,8 +62,11 @@ paper-slice: env
 
 # The small suite inside the package (postrisk.get_task; docs/release.md): the slice's valid
 # instances of every prior (HBART too, on the same seeds), thinned, packed into
-# src/postrisk/data/suite.
+# src/postrisk/data/suite. The same BNN-first pass as paper-slice: no HBART posterior on a
+# seed the BNN's R̂ rejects (23 minutes each on 2 cores).
 embedded-suite: env
+	$(BIN)/snakemake seed_selections --configfile presets/paper_slice.yaml \
+		--directory $(SLICE_DIR) --cores $(CORES) --quiet rules
 	$(BIN)/snakemake release --configfile presets/paper_slice.yaml --directory $(SLICE_DIR) \
 		--cores $(CORES) --quiet rules
 	$(BIN)/python -m postrisk.release.embedded $(SLICE_DIR)/results \
