@@ -49,12 +49,14 @@ studies: env
 # folder; prints the wall time and every stage's measured job times. The BNN-first pass
 # (seed_selections) lets the GP and HBART posteriors be built on the valid seeds only.
 SLICE_DIR := runs/paper_slice
+# $(call slice_snakemake,TARGET): Snakemake over the slice's preset and folder (the target before
+# --quiet, which would take it for one of its choices)
+slice_snakemake = $(BIN)/snakemake $(1) --configfile presets/paper_slice.yaml \
+	--directory $(SLICE_DIR) --cores $(CORES) --quiet rules
 paper-slice: env
 	@start=$$(date +%s); \
-	$(BIN)/snakemake seed_selections --configfile presets/paper_slice.yaml \
-		--directory $(SLICE_DIR) --cores $(CORES) --quiet rules && \
-	$(BIN)/snakemake --configfile presets/paper_slice.yaml --directory $(SLICE_DIR) \
-		--cores $(CORES) --quiet rules && \
+	$(call slice_snakemake,seed_selections) && \
+	$(call slice_snakemake,) && \
 	echo "paper slice: wall time $$(( $$(date +%s) - start )) s"
 	$(BIN)/python benchmarks/job_times.py --results $(SLICE_DIR)/results \
 		--configfile presets/paper_slice.yaml
@@ -63,12 +65,10 @@ paper-slice: env
 # The small suite inside the package (postrisk.get_task; docs/release.md): the slice's valid
 # instances of every prior (HBART too, on the same seeds), thinned, packed into
 # src/postrisk/data/suite. The same BNN-first pass as paper-slice: no HBART posterior on a
-# seed the BNN's R̂ rejects (23 minutes each on 2 cores).
+# seed the BNN's R̂ rejects (10–23 minutes each on 2 cores).
 embedded-suite: env
-	$(BIN)/snakemake seed_selections --configfile presets/paper_slice.yaml \
-		--directory $(SLICE_DIR) --cores $(CORES) --quiet rules
-	$(BIN)/snakemake release --configfile presets/paper_slice.yaml --directory $(SLICE_DIR) \
-		--cores $(CORES) --quiet rules
+	$(call slice_snakemake,seed_selections)
+	$(call slice_snakemake,release)
 	$(BIN)/python -m postrisk.release.embedded $(SLICE_DIR)/results \
 		--document DATA_CARD.md --document CITATION.cff
 
