@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from postrisk.grid.stages import STUDIES
+from postrisk.grid.study import renamed_stages, studies
 
 TOTAL_BUDGET_S = 15 * 60
 
@@ -67,9 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     budget: dict[str, float] = {}
     last: set[str] = set()
+    renamed = renamed_stages()  # a study's old stage names, read as the new ones
     for preset in args.preset or [Path("presets/demo.yaml")]:
-        last = set(yaml.safe_load(preset.read_text()).get("budget_s", {}))
-        budget.update(yaml.safe_load(preset.read_text()).get("budget_s", {}))
+        entries = {renamed.get(k, k): v
+                   for k, v in (yaml.safe_load(preset.read_text()).get("budget_s") or {}).items()}
+        last = set(entries)
+        budget.update(entries)
     used = stage_seconds(args.results)
     if not used:
         print(f"no benchmark files under {args.results}/benchmarks: run `make demo` first")
@@ -84,11 +87,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{stage:<14}{spent:>9.1f}{allowed or 0:>10.0f}{ratio:>8.2f}{flag}")
     total = sum(used.values())
     print(f"{'sum of jobs':<14}{total:>9.1f}")
-    for study, stages in STUDIES.items():  # a study's share: the sum of its stages'
+    for study in studies():  # a study's share: the sum of its stages'
+        stages = study.stage_names
         if any(stage in used for stage in stages):
             spent = sum(used.get(stage, 0.0) for stage in stages)
             allowed = sum(budget.get(stage, 0.0) for stage in stages)
-            print(f"{'study ' + study:<14}{spent:>9.1f}{allowed:>10.0f}"
+            print(f"{'study ' + study.name:<14}{spent:>9.1f}{allowed:>10.0f}"
                   f"{spent / allowed if allowed else float('inf'):>8.2f}")
     wall = wall_seconds(args.results, last)
     ok &= wall <= TOTAL_BUDGET_S

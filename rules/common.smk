@@ -71,8 +71,8 @@ onstart:
 # seed selections an earlier invocation wrote (rule seed_selections) restrict the GP and HBART
 # posteriors to the valid seeds.
 PLANNER = grid.Planner(config, grid.known_selections(config))
-GROUPED = {stage: PLANNER.stage_rules(stage) for stage in grid.UNIT_KEYS}
-SIMPLE = {stage: PLANNER.rule(stage) for stage in grid.STAGES if stage not in GROUPED}
+GROUPED = {stage: PLANNER.stage_rules(stage) for stage in grid.unit_keys()}
+SIMPLE = {stage: PLANNER.rule(stage) for stage in grid.stages() if stage not in GROUPED}
 # The job table lives as long as the run: keep its objects out of the garbage collector's scans
 # (on the full grid they would be rescanned at every full collection while Snakemake builds the
 # DAG).
@@ -168,18 +168,20 @@ def scaling_reference_input(wildcards):
     return {"reference": ref} if ref else {}
 
 
-def sandbox_settings():
-    """Config `studies.sandbox` without `run`: whether `all` plans the sandbox does not change
-    what it builds (nor, then, its params)."""
-    section = (config.get("studies") or {}).get("sandbox") or {}
-    return {key: value for key, value in section.items() if key != "run"}
+def summary_threads(rule):
+    """A study summary's threads: its planned job's, or (a study that does not run here, built
+    on request) the cost model's."""
+    if rule.jobs:
+        return threads_of(rule)
+    return grid.cost.stage_resources(config, rule.stage).threads
 
 
-def sn_study_settings():
-    """What the SN study's tables take from config `studies.sn_study`: the bootstrap's
-    replicates and the instances per method below which a regression is not interpreted."""
-    section = (config.get("studies") or {}).get("sn_study") or {}
-    return {key: section[key] for key in ("bootstrap", "min_instances") if key in section}
+def summary_resources(rule):
+    """A study summary's resources, as :func:`summary_threads`."""
+    if rule.jobs:
+        return resources_of(rule)
+    res = grid.cost.stage_resources(config, rule.stage)
+    return {"runtime": res.runtime, "mem_mb": res.mem_mb, "gpu": 0}
 
 
 def all_targets(wildcards):

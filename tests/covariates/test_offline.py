@@ -84,7 +84,7 @@ def test_offline_pair_keeps_one_cut_each_and_shifts(offline_covariates):
 
     from postrisk.covariates import FetchSettings, build_covariates
     from postrisk.covariates.clean import MinMaxScaling
-    from postrisk.evaluation.ood_proxy import mahalanobis_distance, ood_auroc
+    from postrisk.studies.ood_proxy.statistics import mahalanobis_distance, ood_auroc
 
     settings = FetchSettings(prefer_offline_package=True)
     ideal = build_covariates("diamonds_ideal", settings)

@@ -2,6 +2,8 @@
 
 Modules, from the bottom up (each imports only those below it; ``make lint`` checks it):
 
+* :mod:`~postrisk.grid.study` — the studies' registration protocol (the studies themselves are
+  packages above the grid, ``postrisk.studies``, found when first asked for);
 * :mod:`~postrisk.grid.vocabulary` — the names each axis may take, read from the registries;
 * :mod:`~postrisk.grid.paths` — where every store, log and benchmark lives;
 * :mod:`~postrisk.grid.artefacts` — the catalogue of every table, figure, page and release file;
@@ -11,8 +13,8 @@ Modules, from the bottom up (each imports only those below it; ``make lint`` che
 * :mod:`~postrisk.grid.config` — the configuration's schema, validation and merging;
 * :mod:`~postrisk.grid.conditions` — conditions, what is implemented, fitted and tuned;
 * :mod:`~postrisk.grid.seeds` — the seed policy: which seeds are built and may be used;
-* :mod:`~postrisk.grid.units` — the benchmark's units of work (frozen dataclasses);
-* :mod:`~postrisk.grid.study_units` — the studies' units, and every stage's units at once;
+* :mod:`~postrisk.grid.units` — the benchmark's units of work (frozen dataclasses), and every
+  stage's units at once (the studies' from their registrations);
 * :mod:`~postrisk.grid.cost` — what a job asks of a cluster (cost model, accelerators);
 * :mod:`~postrisk.grid.jobs` — units grouped into jobs, and the Snakemake rules that run them;
 * :mod:`~postrisk.grid.planner` — :class:`Planner`: all of the above for one config, once;
@@ -72,7 +74,8 @@ from postrisk.grid.seeds import (
     known_selections,
     task_seeds,
 )
-from postrisk.grid.stages import STAGES, UNIT_KEYS
+from postrisk.grid.stages import stages, unit_keys
+from postrisk.grid.study import Study, UnitStage, studies
 from postrisk.grid.units import (
     CovariatesUnit,
     DisentanglementUnit,
@@ -92,14 +95,15 @@ __all__ = [
     "Artefact", "CATALOGUE", "COVERAGES", "CPU_SCENARIO", "GPU_SCENARIO", "Condition",
     "ConfigError", "CovariatesUnit", "DisentanglementUnit", "FitUnit", "Job", "METHODS",
     "NOISE_MODES", "PRIORS", "Planner", "PosteriorUnit", "PriorUnit", "RESULTS", "Resources",
-    "RulePlan", "STAGES", "SampleUnit", "ScoreUnit", "SeedPolicy", "StageRule", "TEMPLATES",
-    "UNIT_KEYS", "ValidSeedsUnit", "artefact", "assumed_selections", "benchmark_path",
+    "RulePlan", "SampleUnit", "ScoreUnit", "SeedPolicy", "StageRule", "TEMPLATES",
+    "Study", "UnitStage", "ValidSeedsUnit", "artefact", "assumed_selections", "benchmark_path",
     "condition_methods", "condition_seeds", "conditions", "config_schema", "covariate_datasets",
     "covariates_unit", "deep_merge", "default_config_path", "disentanglement_units", "env_family",
     "figure_files", "fits_method", "guard_message", "implemented_conditions",
     "implemented_methods", "implemented_priors", "is_tuned", "known_selections", "load_config",
     "log_path", "n_instances", "output_lines", "path", "plan", "plan_report", "plan_table",
     "plan_totals", "read_config", "read_layers", "rule_name", "scenarios", "stage_artefacts",
-    "study_output_lines", "task_seeds", "training_size", "tuned_methods", "unit_paths",
+    "stages", "studies",
+    "study_output_lines", "task_seeds", "training_size", "tuned_methods", "unit_keys", "unit_paths",
     "validate_config",
 ]

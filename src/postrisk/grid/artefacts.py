@@ -6,7 +6,8 @@ An entry says what the artefact is (``id``: its name, like the paper's: ``table7
 (the Snakemake rule) that writes it and the function that builds it (``build``, a
 ``module:function`` reference, imported only when the artefact is made, so that planning imports
 no plotting library). The rules' outputs, ``postrisk outputs``, the HTML report's contents, the
-tables page and the release's file list are all read from :data:`CATALOGUE`; adding a table is one
+tables page and the release's file list are all read from :func:`catalogue` (the benchmark's
+entries here, each study's from its registration); adding a table is one
 entry here and one builder function (docs/design.md, "Adding a table or a figure").
 
 Order matters in two ways: the report shows its tables and figures in catalogue order, and the
@@ -20,13 +21,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from postrisk.grid.artefact import Artefact, figure_files
-from postrisk.grid.study_catalogue import STUDY_CATALOGUE
+from postrisk.grid.study import studies
 
-#: The stages (rules) that write catalogue artefacts, in pipeline order.
-ARTEFACT_STAGES = ("checks", "tables", "figure", "report", "release", "warmup_check",
-                   "ood_study", "sandbox", "sn_study", "studies_report")
-#: The stages of the studies' tables and figures: shown on the studies' page, not the report's.
-STUDY_ARTEFACT_STAGES = ("warmup_check", "ood_study", "sandbox", "sn_study")
+#: The benchmark's stages (rules) that write catalogue artefacts, in pipeline order; each
+#: study's summary follows, then the studies' page (:func:`artefact_stages`).
+BENCHMARK_ARTEFACT_STAGES = ("checks", "tables", "figure", "report", "release")
+STUDIES_PAGE = "studies_report"
 #: What a figure may draw from besides the tables: every condition's score table, concatenated.
 CONDITION_SCORES = "condition_scores"
 
@@ -57,7 +57,8 @@ def _release_file(ident: str, path: str, title: str) -> Artefact:
                     shown=False, title=title)
 
 
-#: Every artefact, stage by stage, in the report's order (and the tables' build order).
+#: The benchmark's artefacts, stage by stage, in the report's order (and the tables' build
+#: order); the studies' entries and their page follow in :func:`catalogue`.
 CATALOGUE: tuple[Artefact, ...] = (
     # -- checks: one job over every task store ----------------------------------------------
     Artefact("table3", "checks/table3.csv", "checks", _CHECKS,
@@ -270,8 +271,9 @@ CATALOGUE: tuple[Artefact, ...] = (
                   "One row per released instance: key, file, group, shapes, digest"),
     _release_file("release_croissant", "release/croissant.json",
                   "The release's Croissant metadata (MLCommons), generated from the manifest"),
-    # -- the studies (each its own stages; shown on the studies page, not in the report) ------
-    *STUDY_CATALOGUE,
+)
+#: The studies' page (after every study's entries).
+STUDIES_PAGE_CATALOGUE: tuple[Artefact, ...] = (
     Artefact("studies_report", "studies/index.html", "studies_report", _STUDIES_PAGE,
              kind="page", shown=False, title="The studies' report (open in a browser)"),
     Artefact("studies_report_manifest", "studies/manifest.json", "studies_report",
@@ -279,27 +281,60 @@ CATALOGUE: tuple[Artefact, ...] = (
              title="What the studies' report shows"),
 )
 
-_BY_ID = {a.id: a for a in CATALOGUE}
-if len(_BY_ID) != len(CATALOGUE) or CONDITION_SCORES in _BY_ID:
-    raise RuntimeError(f"two catalogue entries share an id, or one is named {CONDITION_SCORES}")
-if any(a.stage not in ARTEFACT_STAGES for a in CATALOGUE):
-    raise RuntimeError("a catalogue entry names an unknown stage")
+
+def study_artefact_stages() -> tuple[str, ...]:
+    """The stages of the studies' tables and figures (each study's summary, named like the
+    study): shown on the studies' page, not the report's."""
+    return tuple(s.name for s in studies())
+
+
+def artefact_stages() -> tuple[str, ...]:
+    """Every stage (rule) that writes catalogue artefacts, in pipeline order."""
+    return (*BENCHMARK_ARTEFACT_STAGES, *study_artefact_stages(), STUDIES_PAGE)
+
+
+_INDEX: dict[tuple, tuple[tuple[Artefact, ...], dict[str, Artefact]]] = {}
+
+
+def _index() -> tuple[tuple[Artefact, ...], dict[str, Artefact]]:
+    """Every entry and the entries by id, for the studies registered now."""
+    registered = studies()
+    key = tuple(id(s) for s in registered)
+    if key not in _INDEX:
+        entries = (*CATALOGUE, *(a for s in registered for a in s.catalogue),
+                   *STUDIES_PAGE_CATALOGUE)
+        by_id = {a.id: a for a in entries}
+        if len(by_id) != len(entries) or CONDITION_SCORES in by_id:
+            raise RuntimeError(f"two catalogue entries share an id, or one is named "
+                               f"{CONDITION_SCORES}")
+        stages = artefact_stages()
+        if any(a.stage not in stages for a in entries):
+            raise RuntimeError("a catalogue entry names an unknown stage")
+        _INDEX[key] = (entries, by_id)
+    return _INDEX[key]
+
+
+def catalogue() -> tuple[Artefact, ...]:
+    """Every artefact in order: the benchmark's, each registered study's, the studies' page."""
+    return _index()[0]
 
 
 def artefact(ident: str) -> Artefact:
     """The catalogue entry ``ident``; a clear error naming the known ones otherwise."""
+    by_id = _index()[1]
     try:
-        return _BY_ID[ident]
+        return by_id[ident]
     except KeyError:
-        raise KeyError(f"unknown artefact {ident!r}; known: {', '.join(_BY_ID)}") from None
+        raise KeyError(f"unknown artefact {ident!r}; known: {', '.join(by_id)}") from None
 
 
 def stage_artefacts(stage: str, kind: str | None = None) -> list[Artefact]:
     """The entries one stage writes (``kind``: only its tables, figures, …), in catalogue
     order."""
-    if stage not in ARTEFACT_STAGES:
-        raise KeyError(f"unknown artefact stage {stage!r}; known: {', '.join(ARTEFACT_STAGES)}")
-    return [a for a in CATALOGUE if a.stage == stage and kind in (None, a.kind)]
+    known = artefact_stages()
+    if stage not in known:
+        raise KeyError(f"unknown artefact stage {stage!r}; known: {', '.join(known)}")
+    return [a for a in catalogue() if a.stage == stage and kind in (None, a.kind)]
 
 
 def figure_ids() -> list[str]:

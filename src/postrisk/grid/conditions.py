@@ -10,17 +10,18 @@ from collections.abc import Iterator, Mapping
 from itertools import product
 
 from postrisk.covariates.registry import registry
+from postrisk.grid.study import studies
 from postrisk.tasks.key import Condition
 
 
 def covariate_datasets(cfg: Mapping) -> list[str]:
     """Datasets whose covariate store the workflow builds (tasks first, then OOD-only, then
-    the OOD study's pair where it runs)."""
+    those the registered studies need where they run)."""
     names = list(cfg["datasets"]) + [n for n in cfg.get("ood_datasets", [])
                                      if n not in cfg["datasets"]]
-    if ood_study_conditions(cfg):
-        study = cfg["studies"]["ood_proxy"]
-        names += [n for n in (study["in_distribution"], study["ood"]) if n not in names]
+    for study in studies():
+        if study.datasets:
+            names += [n for n in study.datasets(cfg) if n not in names]
     for name in list(names):
         ref = registry()[name].scaling_reference
         if ref and ref not in names:
@@ -58,7 +59,7 @@ def conditions(cfg: Mapping) -> Iterator[Condition]:
             yield Condition(*condition)
 
 
-def _available_priors() -> set[str]:
+def available_priors() -> set[str]:
     """The priors whose modules import here."""
     import importlib.util
 
@@ -70,7 +71,7 @@ def _available_priors() -> set[str]:
 
 def implemented_priors(cfg: Mapping) -> list[str]:
     """The configured priors the workflow can build today."""
-    available = _available_priors()
+    available = available_priors()
     return [p for p in cfg["priors"] if p in available]
 
 
@@ -122,66 +123,7 @@ def study_settings(cfg: Mapping, study: str) -> Mapping:
     return (cfg.get("studies") or {}).get(study) or {}
 
 
-def ood_study(cfg: Mapping) -> Mapping:
-    """Config ``studies.ood_proxy``, the OOD study's (App. D.3)."""
-    return study_settings(cfg, "ood_proxy")
-
-
 def is_study_dataset(dataset: str) -> bool:
     """A dataset registered for a study alone (role ``study``): not in the benchmark's grid, its
     instances built by the study that uses it."""
     return registry()[dataset].role == "study"
-
-
-def ood_study_conditions(cfg: Mapping) -> list[Condition]:
-    """The conditions of the OOD study's in-distribution instances: (in-distribution dataset,
-    prior, ``noise``, ``coverage``) for each of its priors that is implemented. A benchmark
-    dataset contributes only the conditions the run's grid builds (its instances and fits are
-    the benchmark's own: none where the grid leaves the dataset out); a study dataset (role
-    ``study``) every one (the study builds its instances)."""
-    study = ood_study(cfg)
-    if not study:
-        return []
-    dataset, noise, coverage = study["in_distribution"], study["noise"], study["coverage"]
-    if is_study_dataset(dataset):
-        available = _available_priors()
-        return [Condition(dataset, p, noise, coverage) for p in study["priors"]
-                if p in available]
-    return [c for c in implemented_conditions(cfg)
-            if c.dataset == dataset and c.prior in study["priors"]
-            and (c.noise, c.coverage) == (noise, coverage)]
-
-
-def ood_study_methods(cfg: Mapping, condition: Condition) -> list[str]:
-    """The methods the OOD study fits on one of its conditions: ``studies.ood_proxy.methods``
-    (null: every implemented method that is no App. D.2 ablation), on a benchmark dataset only
-    those the benchmark fits there (the study refits the benchmark's own fits)."""
-    from postrisk.methods.table import ablation_entry
-
-    chosen = ood_study(cfg).get("methods")
-    methods = [m for m in implemented_methods(cfg) if ablation_entry(m) is None
-               and (chosen is None or m in chosen)]
-    if is_study_dataset(condition.dataset):
-        return methods
-    return [m for m in methods if fits_method(cfg, m, condition)]
-
-
-def sn_study_conditions(cfg: Mapping) -> list[Condition]:
-    """The SN study's conditions (config ``studies.sn_study``, App. D.4; none unless ``run``):
-    the run's implemented conditions at the study's (noise, coverage), on its ``datasets``
-    (null: every configured one) and ``priors``. The study refits the benchmark's own fits: a
-    condition the grid does not build plans nothing."""
-    study = study_settings(cfg, "sn_study")
-    if not study.get("run"):
-        return []
-    datasets = study.get("datasets")
-    return [c for c in implemented_conditions(cfg)
-            if (datasets is None or c.dataset in datasets) and c.prior in study["priors"]
-            and (c.noise, c.coverage) == (study["noise"], study["coverage"])]
-
-
-def sn_study_methods(cfg: Mapping, condition: Condition) -> list[str]:
-    """The study's ``methods`` the benchmark fits on ``condition`` (their plain arm is the
-    benchmark's configuration there), in the study's order."""
-    fitted = set(condition_methods(cfg, condition))
-    return [m for m in study_settings(cfg, "sn_study").get("methods", []) if m in fitted]

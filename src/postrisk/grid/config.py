@@ -13,6 +13,7 @@ else the packaged defaults, with each ``--configfile`` merged over it in order.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -23,9 +24,13 @@ import yaml
 
 from postrisk.covariates.registry import registry, task_datasets
 from postrisk.grid.config_methods import ConfigError, resolve_outside_methods
-from postrisk.grid.config_studies import check_studies, studies_schema
-from postrisk.grid.stages import COST_BY, STAGES, UNIT_KEYS, GroupingError, group_keys
+from postrisk.grid.stages import BENCHMARK_STAGES, STUDIES_PAGE, GroupingError, cost_by, group_keys
+from postrisk.grid.stages import stages as all_stages
+from postrisk.grid.stages import unit_keys as all_unit_keys
+from postrisk.grid.study import StudyError, load_study_packages, renamed_stages, studies
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
+
+logger = logging.getLogger(__name__)
 
 
 def _names(values) -> dict:
@@ -64,16 +69,24 @@ def _cost_model_schema(methods: tuple[str, ...] = METHODS) -> dict:
     by_name = {"type": "object", "additionalProperties": _cost_entry(),
                "propertyNames": {"enum": ["default", *PRIORS, *methods]},
                "required": ["default"]}
+    per = cost_by()
     return {
         "type": "object", "additionalProperties": False,
-        "required": ["rows", "margin", "min_runtime", *STAGES],
+        # a study's stages may go without: their declared cost applies (postrisk.grid.cost)
+        "required": ["rows", "margin", "min_runtime", *BENCHMARK_STAGES, STUDIES_PAGE],
         "properties": {
             "rows": _positive_int(), "margin": {"type": "number", "minimum": 1},
             "min_runtime": _positive_int(), "job_minutes": {"type": "number", "minimum": 0},
-            **{stage: ({"anyOf": [_cost_entry(), by_name]} if stage in COST_BY
-                       else _cost_entry()) for stage in STAGES},
+            **{stage: ({"anyOf": [_cost_entry(), by_name]} if stage in per
+                       else _cost_entry()) for stage in all_stages()},
         },
     }
+
+
+def studies_schema(methods: tuple[str, ...]) -> dict:
+    """Config ``studies``: one optional section per registered study, each its own schema."""
+    return {"type": "object", "additionalProperties": False,
+            "properties": {s.name: s.schema(methods) for s in studies()}}
 
 
 def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
@@ -221,7 +234,7 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                 "type": "object", "additionalProperties": False,
                 "properties": {stage: {"type": "array", "items": {"enum": list(keys)},
                                        "uniqueItems": True}
-                               for stage, keys in UNIT_KEYS.items()},
+                               for stage, keys in all_unit_keys().items()},
             },
             "accelerator": {
                 "type": "object", "additionalProperties": False,
@@ -265,8 +278,11 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                     "definition": {"enum": ["level", "score"], "default": "level"},
                 },
             },
-            # the paper's studies (docs/design.md, "Studies"), each a stage of its own
+            # the studies (docs/design.md, "Studies"), each a package of its own
+            # (postrisk.studies.<name>; others named by study_packages)
             "studies": studies_schema(methods),
+            "study_packages": {"type": "array", "items": {"type": "string", "minLength": 1},
+                               "uniqueItems": True},
             "release": {
                 "type": "object", "additionalProperties": False,
                 "required": ["base_url", "download_dir", "max_bytes", "max_files", "retries",
@@ -332,6 +348,11 @@ def validate_config(config: Mapping[str, Any], layers: Sequence[Mapping] = ()) -
     for key in CLEARABLE:
         if key in cfg and cfg[key] is None:
             cfg[key] = {}
+    try:
+        load_study_packages(cfg.get("study_packages") or [])
+    except StudyError as err:
+        raise ConfigError(f"config key 'study_packages': {err}") from None
+    rename_stage_keys(cfg)
     resolve_outside_methods(cfg, layers)
     validator = jsonschema.Draft202012Validator(
         config_schema((*METHODS, *cfg.get("outside_methods", {}))))
@@ -357,17 +378,42 @@ def validate_config(config: Mapping[str, Any], layers: Sequence[Mapping] = ()) -
                 if outside:
                     raise ConfigError(f"config key '{key}.{name}.{axis}': {outside} not in "
                                       f"'{axis}' ({', '.join(cfg[axis])})")
-    check_studies(cfg)
+    for study in studies():
+        section = (cfg.get("studies") or {}).get(study.name)
+        if section and study.check is not None:
+            study.check(section)
     cfg.setdefault("ood_datasets", [])
     cfg.setdefault("methods", [])
     cfg.setdefault("prior_grid", {})
     cfg.setdefault("method_grid", {})
-    for stage in UNIT_KEYS:
+    for stage in all_unit_keys():
         try:
             group_keys(cfg, stage)
         except GroupingError as err:
             raise ConfigError(str(err)) from None
     return cfg
+
+
+#: Sections keyed by stage name, where a study's old stage names are still read.
+STAGE_KEYED = ("cost_model", "group_by", "budget_s")
+
+
+def rename_stage_keys(cfg: dict) -> None:
+    """A study's stage renamed (its declaration's ``renamed``): its old key under
+    :data:`STAGE_KEYED` is read as the new one for one release, with a one-line deprecation
+    message. The defaults use the new names only, so an old key comes from a file merged later:
+    it is merged over the new key's value as that file would have been."""
+    for old, new in renamed_stages().items():
+        for section in STAGE_KEYED:
+            entries = cfg.get(section)
+            if isinstance(entries, dict) and old in entries:
+                value = entries.pop(old)
+                current = entries.get(new)
+                entries[new] = (deep_merge(current, value) if isinstance(current, Mapping)
+                                and isinstance(value, Mapping) else value)
+                logger.warning("config key '%s.%s' is deprecated: it is now '%s.%s' (the old "
+                               "name is read until the next release)", section, old, section,
+                               new)
 
 
 def deep_merge(base: Mapping, override: Mapping) -> dict:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from postrisk.covariates.pools import eval_pool_size
 from postrisk.covariates.registry import registry
 from postrisk.grid.conditions import training_size
+from postrisk.grid.study import studies, unit_stages
 
 #: Rows at which a cost entry's per-size terms are given (``cost_model.rows`` overrides it).
 _ROWS_DEFAULT = 1000
@@ -50,7 +51,10 @@ def cost_entry(cfg: Mapping, stage: str, name: str | None = None, gpu: bool = Fa
     them)."""
     model = cfg["cost_model"]
     if stage not in model:
-        raise KeyError(f"cost_model has no entry for stage {stage!r}")
+        entry = _declared_cost(stage)
+        if entry is None:
+            raise KeyError(f"cost_model has no entry for stage {stage!r}")
+        return dict(entry)
     entry = model[stage]
     if "threads" not in entry:  # per prior / per method
         entry = entry.get(name) or entry.get("default")
@@ -58,6 +62,18 @@ def cost_entry(cfg: Mapping, stage: str, name: str | None = None, gpu: bool = Fa
             raise KeyError(f"cost_model.{stage} has no entry for {name!r} and no default")
     cpu = {k: v for k, v in entry.items() if k != "gpu"}
     return {**cpu, **entry.get("gpu", {})} if gpu else cpu
+
+
+def _declared_cost(stage: str) -> Mapping | None:
+    """The cost a study declares for one of its stages, used where ``cost_model`` has no entry
+    for it (a new study runs before anyone measured it)."""
+    for study in studies():
+        if stage == study.name:
+            return study.summary_cost
+        for unit_stage in study.stages:
+            if unit_stage.name == stage:
+                return unit_stage.cost
+    return None
 
 
 def unit_rows(cfg: Mapping, dataset: str) -> int:
@@ -127,12 +143,13 @@ def verify_resources(cfg: Mapping, dataset: str) -> Resources:
 
 def wants_accelerator(cfg: Mapping, stage: str, name: str) -> bool:
     """Whether a job of ``stage`` for the prior or method ``name`` asks for a GPU: its
-    registry entry declares one (posterior and the warm-up study's posterior: the prior; fit:
-    the method; an outside method has no entry and runs on CPUs) and the config's
-    ``accelerator.use`` is on."""
+    registry entry declares one (posterior and a study's stage that declares ``accelerator_by``
+    prior: the prior; fit: the method; an outside method has no entry and runs on CPUs) and the
+    config's ``accelerator.use`` is on."""
     if not cfg.get("accelerator", {}).get("use", False):
         return False
-    if stage in ("posterior", "warmup_posterior"):
+    declared = unit_stages().get(stage)
+    if stage == "posterior" or (declared is not None and declared.accelerator_by == "prior"):
         from postrisk.priors.base import PRIOR_ENTRIES
 
         return PRIOR_ENTRIES[name].accelerator

@@ -26,15 +26,17 @@ from postrisk.grid.artefacts import stage_artefacts
 from postrisk.grid.cost import Resources, env_family, units_resources, wants_accelerator
 from postrisk.grid.paths import benchmark_path, log_path, path
 from postrisk.grid.stages import (
-    INPUT_KINDS,
-    OUTPUT_KINDS,
-    SIMPLE_KEYS,
-    STAGES,
-    STUDIES,
-    UNIT_KEYS,
+    STUDIES_PAGE,
     GroupingError,
     group_keys,
+    input_kinds,
+    is_batched,
+    output_kinds,
+    simple_keys,
+    stages,
+    unit_keys,
 )
+from postrisk.grid.study import Study, studies
 from postrisk.tasks.key import CONDITION_COLUMNS
 
 #: The axes a rule name may describe (a seed or a method is never part of one).
@@ -177,7 +179,7 @@ def _check_separable(stage: str, base: str, keys: tuple[str, ...],
             if all(sets[a][i] & sets[b][i] for i in range(len(keys))):
                 raise GroupingError(
                     f"{base}: jobs of different shapes share every key value; add a key "
-                    f"({', '.join(UNIT_KEYS[stage])}) to group_by so that "
+                    f"({', '.join(unit_keys()[stage])}) to group_by so that "
                     "they can be told apart")
 
 
@@ -185,6 +187,7 @@ def stage_rules(cfg: Mapping, stage: str, units: Sequence[Any]) -> list[StageRul
     """The rules of a batchable stage with every job of its ``units`` (see the module
     docstring)."""
     keys = group_keys(cfg, stage)
+    kinds, in_kinds = output_kinds(stage), input_kinds(stage)
     groups: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
     for unit in units:
         wc = unit.wildcards
@@ -195,7 +198,7 @@ def stage_rules(cfg: Mapping, stage: str, units: Sequence[Any]) -> list[StageRul
     shapes: dict[str, dict[tuple, list[tuple[str, ...]]]] = {}
     for (base, ident), members in groups.items():
         shape = tuple(path(kind, **{**u.wildcards, **wild}) for u in members
-                      for kind in OUTPUT_KINDS[stage])
+                      for kind in kinds)
         shapes.setdefault(base, {}).setdefault(shape, []).append(ident)
 
     rules: list[StageRule] = []
@@ -208,17 +211,17 @@ def stage_rules(cfg: Mapping, stage: str, units: Sequence[Any]) -> list[StageRul
         for name, (shape, group) in zip(names, by_shape.items(), strict=True):
             first = groups[(base, group[0])]
             accelerator = wants_accelerator(cfg, stage, first[0].cost_name)
-            outputs: dict[str, list[str]] = {kind: [] for kind in OUTPUT_KINDS[stage]}
+            outputs: dict[str, list[str]] = {kind: [] for kind in kinds}
             for i, pattern in enumerate(shape):
-                outputs[OUTPUT_KINDS[stage][i % len(OUTPUT_KINDS[stage])]].append(pattern)
+                outputs[kinds[i % len(kinds)]].append(pattern)
             rule = StageRule(
                 name=name, stage=stage, keys=keys, outputs=outputs, accelerator=accelerator,
                 constraints={k: _alternatives({ident[i] for ident in group})
                              for i, k in enumerate(keys)})
-            if stage in INPUT_KINDS:  # same output shape, so the same input shape
+            if in_kinds is not None:  # same output shape, so the same input shape
                 rule.inputs = list(dict.fromkeys(
                     path(kind, **{k: wild.get(k, u.wildcards[k]) for k in fields})
-                    for u in first for kind, fields in INPUT_KINDS[stage]))
+                    for u in first for kind, fields in in_kinds))
             for ident in group:
                 members = groups[(base, ident)]
                 if any(wants_accelerator(cfg, stage, u.cost_name) != accelerator
@@ -243,38 +246,47 @@ def _simple_jobs(stage: str, units: Mapping[str, Sequence[Any]]
     if stage in ("tables", "report"):  # one job over every condition's scores
         costs = [(None, None)] * len(units["score"])
         return {(): ([], costs)} if costs else {}
-    if stage == "warmup_check":  # one job reading every warm-up study store and its benchmark's
-        costs = [(None, u.dataset) for u in units["warmup_posterior"]]
-        return {(): ([], costs)} if costs else {}
-    if stage == "ood_study":  # one job over every OOD fit store and its instances' samples
-        costs = [(None, u.dataset) for u in units["ood_fit"]]
-        return {(): ([], costs)} if costs else {}
-    if stage == "sn_study":  # one job over every SN study record and its conditions' scores
-        costs = [(None, None)] * len(units["sn_fit"])
-        return {(): ([], costs)} if costs else {}
-    if stage == "sandbox":  # one job building the closed-form sandbox, where it runs
-        return {(): ([], [(None, None)])} if units["sandbox"] else {}
-    if stage == "studies_report":  # one page of every study's tables, where a study runs
-        studies = [s for s in STUDIES if any(units.get(st) for st in STUDIES[s][:1])]
-        return {(): ([], [(None, None)] * len(studies))} if studies else {}
+    if stage == STUDIES_PAGE:  # one page of every study's tables, where a study runs
+        running = [st for st in studies() if study_runs(st, units)]
+        return {(): ([], [(None, None)] * len(running))} if running else {}
     if stage == "figure":  # one job per figure of the catalogue, each over every score table
         costs = [(None, None)] * len(units["score"])
         return {(entry.id,): ([entry], costs) for entry in stage_artefacts("figure")
                 } if costs else {}
     jobs = {}
     for u in units[stage]:
-        ident = tuple(u.wildcards[k] for k in SIMPLE_KEYS[stage])
+        ident = tuple(u.wildcards[k] for k in simple_keys(stage))
         repeat = len(u.bnn_tasks) if stage == "valid_seeds" else 1  # reads every candidate
         jobs[ident] = ([u], [(u.cost_name, u.dataset)] * repeat)
     return jobs
 
 
+def study_runs(study: Study, units: Mapping[str, Sequence[Any]]) -> bool:
+    """Whether ``study`` runs in this configuration: its first stage has units (a study without
+    unit stages: its summary, where its ``runs`` says so)."""
+    return bool(units.get(study.stage_names[0]))
+
+
+def _summary_jobs(study: Study, units: Mapping[str, Sequence[Any]]
+                  ) -> dict[tuple[str, ...], tuple[list[Any], list[tuple[str | None, str | None]]]]:
+    """A study's summary: one job over its units' outputs where it runs, its cost one item per
+    unit of its first unit stage (scaled by the unit's dataset where the study says so)."""
+    if not study.stages:
+        return {(): ([], [(None, None)])} if units.get(study.name) else {}
+    first = units[study.stages[0].name]
+    costs = [(None, u.dataset if study.summary_cost_by_dataset else None) for u in first]
+    return {(): ([], costs)} if costs else {}
+
+
 def simple_rule(cfg: Mapping, stage: str, units: Mapping[str, Sequence[Any]]) -> StageRule:
     """The one rule of a stage that is not batched, with its jobs' units and resources (its
     outputs are written in the stage's .smk file); ``units``: every stage's units."""
-    rule = StageRule(name=stage, stage=stage, keys=SIMPLE_KEYS[stage], outputs={},
+    rule = StageRule(name=stage, stage=stage, keys=simple_keys(stage), outputs={},
                      constraints={}, accelerator=False)
-    for ident, (members, items) in _simple_jobs(stage, units).items():
+    summaries = {st.name: st for st in studies()}
+    jobs = (_summary_jobs(summaries[stage], units) if stage in summaries
+            else _simple_jobs(stage, units))
+    for ident, (members, items) in jobs.items():
         rule.jobs[ident] = Job(members, units_resources(cfg, stage, items))
     return rule
 
@@ -284,5 +296,5 @@ def workflow_rules(cfg: Mapping, units: Mapping[str, Sequence[Any]]
     """Every rule of the workflow for ``cfg`` with every job and its resources, by stage, from
     every stage's ``units`` (:func:`postrisk.grid.units.stage_units`): the one source of the
     Snakemake rules' jobs and of ``postrisk plan``."""
-    return {stage: (stage_rules(cfg, stage, units[stage]) if stage in UNIT_KEYS
-                    else [simple_rule(cfg, stage, units)]) for stage in STAGES}
+    return {stage: (stage_rules(cfg, stage, units[stage]) if is_batched(stage)
+                    else [simple_rule(cfg, stage, units)]) for stage in stages()}

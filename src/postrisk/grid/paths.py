@@ -5,13 +5,15 @@ The workflow's rules, the command line and the tests build paths from these temp
 nowhere else; the tables, figures, pages and release files (one file per run, or per prior) are
 declared in :mod:`postrisk.grid.artefacts`. A template's fields are the keys of what the file
 holds: ``{dataset}``, ``{prior}``, ``{noise}``, ``{coverage}``, ``{seed}``, ``{method}``,
-``{factor}`` (a study's multiple of a setting).
+``{factor}`` (a study's multiple of a setting). The studies declare their own kinds
+(:mod:`postrisk.grid.study`), each under ``studies/<study>/``.
 Formatting a template with a field's own wildcard text (``dataset="{dataset}"``) leaves that
 wildcard for Snakemake.
 """
 
 from __future__ import annotations
 
+from postrisk.grid.study import studies
 from postrisk.tasks.key import KEY_COLUMNS, Condition
 
 RESULTS = "results"
@@ -28,19 +30,6 @@ TEMPLATES: dict[str, str] = {
     "tuning_journal": "tuning/journals/{dataset}/{prior}/{noise}/{coverage}/{method}.log",
     "scores": "scores/{dataset}/{prior}/{noise}/{coverage}.csv",
     "disentanglement": "disentanglement/{dataset}/{prior}/{noise}/{coverage}/{seed}/{method}.csv",
-    # the HBART warm-up study: an instance's reference posterior rebuilt with `factor` × the
-    # warm-up (a task store like the benchmark's)
-    "warmup_task": ("studies/warmup_check/x{factor}/{dataset}/{prior}/{noise}/{coverage}/"
-                    "{seed}.zarr"),
-    # the OOD study: one method refitted on a condition's instances and asked at their query
-    # rows against the study's OOD set
-    "ood_fit": "studies/ood_proxy/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.zarr",
-    # the SN study: one network method's three arms (plain, SN, WD) on a condition's
-    # instances, one row per (seed, arm); the arms' configurations and sweeps; the sweeps'
-    # journals (one per arm: the prefix, then ".<arm>.log")
-    "sn_fit": "studies/sn_study/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.csv",
-    "sn_tuning": "studies/sn_study/tuning/{dataset}/{prior}/{noise}/{coverage}/{method}.json",
-    "sn_journal": "studies/sn_study/tuning/journals/{dataset}/{prior}/{noise}/{coverage}/{method}",
 }
 
 #: Every key a template may use, each matching itself as a Snakemake wildcard.
@@ -53,9 +42,29 @@ def path(kind: str, root: str = RESULTS, **keys: object) -> str:
     A field left out keeps its Snakemake wildcard (``path("sample", prior="gp")`` is the
     pattern of every GP sample store).
     """
-    if kind not in TEMPLATES:
-        raise KeyError(f"unknown output kind {kind!r}; known: {', '.join(TEMPLATES)}")
-    return f"{root}/" + TEMPLATES[kind].format(**{**WILDCARDS, **keys})
+    template = TEMPLATES.get(kind)  # the benchmark's: no registry lookup on the full grid
+    if template is None:
+        known = templates()
+        if kind not in known:
+            raise KeyError(f"unknown output kind {kind!r}; known: {', '.join(known)}")
+        template = known[kind]
+    return f"{root}/" + template.format(**{**WILDCARDS, **keys})
+
+
+def templates() -> dict[str, str]:
+    """Every kind of file: the benchmark's (:data:`TEMPLATES`), then each registered study's
+    (under ``studies/<study>/``)."""
+    out = dict(TEMPLATES)
+    for study in studies():
+        for kind, template in study.templates.items():
+            if kind in out:
+                raise KeyError(f"study {study.name!r} declares the file kind {kind!r} twice "
+                               "or over the benchmark's")
+            if not template.startswith(f"studies/{study.name}/"):
+                raise KeyError(f"study {study.name!r}: its file kind {kind!r} must live under "
+                               f"studies/{study.name}/, not {template}")
+            out[kind] = template
+    return out
 
 
 def condition_path(condition: Condition, kind: str, **keys: object) -> str:

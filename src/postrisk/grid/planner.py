@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from postrisk.grid.artefacts import (
-    CATALOGUE,
-    STUDY_ARTEFACT_STAGES,
+    STUDIES_PAGE,
     Artefact,
     ArtefactFile,
     artefact,
+    catalogue,
     expand,
     stage_artefacts,
+    study_artefact_stages,
 )
 from postrisk.grid.conditions import (
     Condition,
@@ -31,11 +32,12 @@ from postrisk.grid.conditions import (
     implemented_priors,
 )
 from postrisk.grid.config import load_config
-from postrisk.grid.jobs import StageRule, workflow_rules
+from postrisk.grid.jobs import StageRule, study_runs, workflow_rules
 from postrisk.grid.paths import RESULTS, path
 from postrisk.grid.seeds import SeedPolicy
-from postrisk.grid.stages import STUDIES, UNIT_KEYS
-from postrisk.grid.study_units import stage_units
+from postrisk.grid.stages import is_batched
+from postrisk.grid.study import Study, studies, study
+from postrisk.grid.units import stage_units
 
 
 class Planner:
@@ -69,7 +71,7 @@ class Planner:
 
     def rule(self, stage: str) -> StageRule:
         """The one rule of a stage that is not batched."""
-        if stage in UNIT_KEYS:
+        if is_batched(stage):
             raise KeyError(f"stage {stage!r} is batched: it has one rule per output shape "
                            "(stage_rules)")
         return self.rules[stage][0]
@@ -118,54 +120,41 @@ class Planner:
     def report_contents(self, root: str = "results") -> list[ArtefactFile]:
         """What the HTML report shows, in catalogue order: every shown table and figure of the
         benchmark (the studies have their own page)."""
-        return self.artefacts(*[a for a in CATALOGUE if a.shown and a.kind in ("table", "figure")
-                                and a.stage not in STUDY_ARTEFACT_STAGES], root=root)
+        own = set(study_artefact_stages())
+        return self.artefacts(*[a for a in catalogue() if a.shown
+                                and a.kind in ("table", "figure") and a.stage not in own],
+                              root=root)
 
     # -------------------------------------------------------------------------- studies
 
     def studies(self) -> list[str]:
-        """The studies this configuration runs: those whose first stage has jobs (a study's
-        tables and figures are written by its last stage)."""
-        return [name for name, stages in STUDIES.items()
-                if any(r.jobs for r in self.rules[stages[0]])]
+        """The studies this configuration runs, in page order: those whose first stage has
+        units (a study's tables and figures are written by its summary)."""
+        return [s.name for s in self.running_studies()]
+
+    def running_studies(self) -> list[Study]:
+        return [s for s in studies() if study_runs(s, self.units)]
 
     def study_contents(self, root: str = "results") -> list[ArtefactFile]:
         """What the studies' page shows: the shown tables and figures of the studies that
         run, in catalogue order."""
-        stages = {STUDIES[s][-1] for s in self.studies()}
-        return self.artefacts(*[a for a in CATALOGUE if a.shown and a.kind in ("table", "figure")
-                                and a.stage in stages], root=root)
+        running = set(self.studies())
+        return self.artefacts(*[a for a in catalogue() if a.shown
+                                and a.kind in ("table", "figure") and a.stage in running],
+                              root=root)
 
     def study_files(self, root: str = "results") -> list[str]:
         """Every file of the studies that run, and their page (empty when none runs)."""
         if not self.studies():
             return []
-        return [*(f for s in self.studies() for f in self.stage_files(STUDIES[s][-1], root)),
-                *self.stage_files("studies_report", root)]
+        return [*(f for s in self.studies() for f in self.stage_files(s, root)),
+                *self.stage_files(STUDIES_PAGE, root)]
 
-    def warmup_stores(self) -> dict[str, list[str]]:
-        """The warm-up study's stores: the benchmark's (``task``) and the longer warm-up's
-        (``warmup``), unit by unit."""
-        units = self.units["warmup_posterior"]
-        return {"task": [u.task for u in units], "warmup": [u.out for u in units]}
-
-    def ood_stores(self) -> dict[str, list[str]]:
-        """The OOD study's inputs: its fit stores (``fits``), the sample stores of every
-        instance they may hold (``samples``), the OOD set's covariate store (``ood``) and
-        every condition's score table (``scores``: the benchmark rankings)."""
-        units = self.units["ood_fit"]
-        return {"fits": [u.out for u in units],
-                "samples": list(dict.fromkeys(p for u in units for p in u.samples)),
-                "ood": list(dict.fromkeys(u.ood_covariates for u in units)),
-                "scores": self.score_tables() if units else []}
-
-    def sn_study_inputs(self) -> dict[str, list[str]]:
-        """The SN study's inputs: its record files (``records``) and the score tables of its
-        conditions (``scores``: the benchmark's methods on the same instances, Figure 10)."""
-        units = self.units["sn_fit"]
-        conditions = {u.condition for u in units}
-        return {"records": [u.out for u in units],
-                "scores": [u.out for u in self.units["score"] if u.condition in conditions]}
+    def study_inputs(self, name: str) -> dict[str, list[str]]:
+        """What the summary of study ``name`` reads, by name (its declaration's ``inputs``:
+        e.g. its unit stages' outputs and the benchmark's score tables)."""
+        declared = study(name).inputs
+        return {k: list(v) for k, v in (declared(self) if declared else {}).items()}
 
     def instances_per_method(self) -> dict[str, int]:
         """Per implemented method, the instances it is scored on: its conditions' usable

@@ -1,6 +1,6 @@
 """The units of work of the benchmark's stages, as small frozen dataclasses, and their
-enumeration (the studies' units and :func:`~postrisk.grid.study_units.stage_units`, every
-stage's at once: :mod:`postrisk.grid.study_units`).
+enumeration; :func:`stage_units` lists every stage's, the studies' from their registrations
+(:mod:`postrisk.grid.study`).
 
 A unit is the smallest piece of work of a stage (:mod:`postrisk.grid.stages`); it carries what
 its step function (:mod:`postrisk.workflow.steps`) needs, paths included, and the step takes it
@@ -25,15 +25,13 @@ from postrisk.grid.conditions import (
     fits_method,
     implemented_conditions,
     implemented_methods,
-    is_study_dataset,
     is_tuned,
-    ood_study,
-    ood_study_conditions,
     training_size,
     within,
 )
 from postrisk.grid.paths import condition_path, path
 from postrisk.grid.seeds import SeedPolicy
+from postrisk.grid.study import studies
 from postrisk.tasks.key import TaskKey, config_digest
 
 
@@ -265,17 +263,17 @@ def covariates_units(cfg: Mapping) -> list[CovariatesUnit]:
     return [covariates_unit(dataset) for dataset in covariate_datasets(cfg)]
 
 
-def _study_conditions(cfg: Mapping) -> list[Condition]:
-    """The conditions of the study datasets (role ``study``) that a study runs on: their
-    instances are built as the benchmark's are (covariates, prior, sample stores)."""
-    return [c for c in ood_study_conditions(cfg) if is_study_dataset(c.dataset)]
+def study_instances(cfg: Mapping) -> list[TaskKey]:
+    """The instances the registered studies alone use (a study dataset's, role ``study``),
+    study by study: their covariates, prior and sample stores are built as the benchmark's."""
+    return [k for s in studies() if s.instances for k in s.instances(cfg)]
 
 
 def prior_units(cfg: Mapping) -> list[PriorUnit]:
     """One per (dataset, prior) of the implemented conditions, in condition order, then of the
     study datasets' conditions."""
-    pairs = dict.fromkeys((c.dataset, c.prior) for c in (*implemented_conditions(cfg),
-                                                         *_study_conditions(cfg)))
+    pairs = dict.fromkeys([*((c.dataset, c.prior) for c in implemented_conditions(cfg)),
+                           *((k.dataset, k.prior) for k in study_instances(cfg))])
     return [PriorUnit(d, p, path("covariates", dataset=d), path("prior", dataset=d, prior=p))
             for d, p in pairs]
 
@@ -304,16 +302,9 @@ def _posterior_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
             if k.seed in policy.posterior_seeds(k.condition)]
 
 
-def _study_keys(cfg: Mapping) -> list[TaskKey]:
-    """The instances of the study datasets: seeds 0 … ``seeds_per_prior`` − 1 of each of their
-    conditions (sample stores only: the OOD study reads no sampled posterior)."""
-    n = int(ood_study(cfg).get("seeds_per_prior", 0))
-    return [TaskKey(*c, seed) for c in _study_conditions(cfg) for seed in range(n)]
-
-
 def sample_units(cfg: Mapping, policy: SeedPolicy) -> list[SampleUnit]:
-    """Every instance's sample store, then the study datasets' (:func:`_study_keys`)."""
-    keys = [*_instance_keys(cfg, policy), *_study_keys(cfg)]
+    """Every instance's sample store, then the studies' own (:func:`study_instances`)."""
+    keys = [*_instance_keys(cfg, policy), *study_instances(cfg)]
     digests = {p: config_digest(cfg, p) for p in dict.fromkeys(k.prior for k in keys)}
     return [SampleUnit(k, path("covariates", dataset=k.dataset),
                        path("prior", dataset=k.dataset, prior=k.prior),
@@ -404,3 +395,23 @@ def unit_paths(unit: Any, field: str) -> str | list[str]:
     """A unit's path field as a rule's input takes it: a path, or a list of paths."""
     value = getattr(unit, field)
     return value if isinstance(value, str) else list(value)
+
+
+def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, list[Any]]:
+    """Every stage's units (the stages that have them; ``checks``, ``tables`` and ``report`` are
+    one job over everything, ``figure`` one job per catalogue figure), computed once from one
+    seed policy: the benchmark's, then each registered study's unit stages (a study without
+    any: its name, once, where its ``runs`` says it runs)."""
+    policy = policy or SeedPolicy(cfg)
+    units: dict[str, list[Any]] = {
+        "covariates": covariates_units(cfg), "prior": prior_units(cfg),
+        "sample": sample_units(cfg, policy), "posterior": posterior_units(cfg, policy),
+        "valid_seeds": valid_seeds_units(cfg, policy), "fit": fit_units(cfg, policy),
+        "score": score_units(cfg, policy),
+        "disentanglement": disentanglement_units(cfg, policy)}
+    for study in studies():
+        for stage in study.stages:
+            units[stage.name] = list(stage.units(cfg, policy))
+        if not study.stages:
+            units[study.name] = [study.name] if study.runs and study.runs(cfg) else []
+    return units

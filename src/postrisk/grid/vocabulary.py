@@ -8,7 +8,7 @@ constraints and the plan follow.
 
 from __future__ import annotations
 
-from postrisk.methods.table import METHOD_ENTRIES, SN_STUDY_METHODS
+from postrisk.methods.table import METHOD_ENTRIES
 from postrisk.priors.base import PRIOR_ENTRIES
 from postrisk.tasks.coverage import SCENARIOS
 from postrisk.tasks.noise import SHAPES
@@ -21,5 +21,3 @@ NOISE_MODES: tuple[str, ...] = tuple(SHAPES)
 COVERAGES: tuple[str, ...] = tuple(SCENARIOS)
 #: The paper's 19 methods (the method table, ``postrisk.methods.table``; no reference rows).
 METHODS: tuple[str, ...] = tuple(METHOD_ENTRIES)
-#: The network methods of the SN study (App. D.4; the method table).
-SN_METHODS: tuple[str, ...] = SN_STUDY_METHODS

@@ -184,9 +184,3 @@ def matched_groups() -> dict[str, tuple[str, tuple[str, ...]]]:
     """Method group → (its matched prior, its methods in table order)."""
     return {group: (prior, tuple(e.name for e in METHOD_TABLE if e.group == group))
             for group, prior in GROUP_PRIORS.items() if prior is not None}
-
-
-#: The methods on the shared network that App. D.4 re-tunes with spectral normalisation and
-#: with strong weight decay (the SN study), in the order of its Table 13.
-SN_STUDY_METHODS: tuple[str, ...] = ("nn_lap", "nn_fsp", "nn_deup", "nn_edl", "nn_swag",
-                                     "nn_drop", "nn_ens", "nn_bag")

@@ -20,7 +20,6 @@ from postrisk.tasks.store import validate_store
 from postrisk.tasks.validity import read_usable_seeds, select_valid_seeds
 
 if TYPE_CHECKING:
-    from postrisk.grid.study_units import OODFitUnit, SNFitUnit
     from postrisk.grid.units import (
         DisentanglementUnit,
         FitUnit,
@@ -278,100 +277,22 @@ def report_figure(figure: str, tables: Mapping[str, str | Path], scores: Sequenc
         logger.info("wrote %s", path)
 
 
-def report_warmup_check(base: Sequence[str | Path], long: Sequence[str | Path],
-                        summary: str | Path, instances: str | Path, scale: str) -> None:
-    """Rule ``warmup_check``: the warm-up study's tables from the benchmark's task stores and
-    the same instances' stores at the longer warm-up."""
-    from postrisk.report.warmup import write_warmup_check
+def study_units(step: str, units: Sequence, n_threads: int = 1,
+                accelerator: Mapping | None = None) -> None:
+    """One job of a study's unit stage (the study rules' ``params.jobs``): the step its
+    registration names (:class:`postrisk.grid.study.UnitStage`)."""
+    from postrisk.grid.study import resolve
 
-    logger.info("\n%s", write_warmup_check(base, long, summary, instances, scale).to_string())
-
-
-def ood_fits(units: Sequence[OODFitUnit], n_threads: int = 1) -> None:
-    """One job of the OOD study's fits (rule ``ood_fit``'s ``params.jobs``): each (method,
-    condition) refitted as the benchmark fits it on the condition's instances and asked at
-    their query rows (:func:`postrisk.evaluation.ood_study.write_ood_fits`). On a benchmark
-    dataset the configuration and seeds are its fit store's; on a study dataset the
-    configuration is chosen as the fit stage chooses it (:func:`condition_config`)."""
-    from postrisk.evaluation.ood_study import write_ood_fits
-    from postrisk.methods.records import benchmark_configuration
-
-    with progress_steps(len(units), "OOD study fits", logger) as progress:
-        for unit in units:
-            samples = dict(zip(unit.seeds, unit.samples, strict=True))
-            if unit.benchmark is not None:
-                method, config, seeds = benchmark_configuration(unit.benchmark, unit.n_seeds)
-                if method != unit.method:
-                    raise ValueError(f"{unit.benchmark} holds {method}, not {unit.method}")
-            else:
-                config = condition_config(unit.method, dict(unit.settings), unit.samples[0],
-                                          unit.tuning, unit.journal, unit.condition,
-                                          n_threads).config
-                seeds = list(unit.seeds[:unit.n_seeds])
-            write_ood_fits(unit.method, config, {s: samples[s] for s in seeds},
-                           unit.ood_covariates, unit.out, n_max=unit.n_query,
-                           n_threads=n_threads)
-            progress.advance(message=f"{unit.label}: seeds {seeds}")
+    resolve(step)(units, n_threads=n_threads, accelerator=accelerator)
 
 
-def report_ood_study(fits: Sequence[str | Path], samples: Sequence[str | Path],
-                     ood_covariates: str | Path, scores: Sequence[str | Path],
-                     out: Mapping[str, str | Path], scale: str) -> None:
-    """Rule ``ood_study``: the OOD study's tables and Figure 3B
-    (:func:`postrisk.report.ood_proxy.write_ood_study`); ``samples``: every instance's sample
-    store that an OOD fit store may hold."""
-    from postrisk.report.ood_proxy import write_ood_study
+def study_summary(step: str, inputs: Mapping[str, Sequence[str | Path]],
+                  out: Mapping[str, str | Path], settings: Mapping, scale: str) -> None:
+    """A study's summary (rule ``<study>``): its tables and figures from its inputs, by the step
+    its registration names (:class:`postrisk.grid.study.Study`)."""
+    from postrisk.grid.study import resolve
 
-    by_label = {TaskKey.from_attrs(open_zarr(p, load=False).attrs).label: p for p in samples}
-    tables = write_ood_study(fits, by_label, ood_covariates, scores, out, scale)
-    logger.info("\n%s", tables["table11"].to_string())
-    logger.info("\n%s", tables["table12"].to_string())
-
-
-def report_sandbox(settings: Mapping, out: Mapping[str, str | Path], scale: str) -> None:
-    """Rule ``sandbox``: the closed-form 1-D sandbox of config ``studies.sandbox``
-    (``settings``) built, its tables and its figure written
-    (:func:`postrisk.report.sandbox.write_sandbox`)."""
-    from postrisk.report.sandbox import write_sandbox
-
-    if not settings:
-        raise ValueError("config key 'studies.sandbox' is missing: the sandbox's settings live "
-                         "there (config.yaml)")
-    tables = write_sandbox(settings, out, scale)
-    logger.info("\n%s", tables["sandbox_scorers"].drop(columns=["scale", "name"]).to_string())
-    logger.info("\n%s", tables["sandbox_overlap"].drop(columns="scale").to_string())
-
-
-def sn_fits(units: Sequence[SNFitUnit], n_threads: int = 1) -> None:
-    """One job of the SN study's fits (rule ``sn_fit``'s ``params.jobs``): each (method,
-    condition)'s plain, SN and WD arms on the seeds its benchmark fit store holds
-    (:func:`postrisk.evaluation.sn_fits.write_sn_fits`)."""
-    from postrisk.evaluation.sn_fits import write_sn_fits
-
-    with progress_steps(len(units), "SN study fits", logger) as progress:
-        for unit in units:
-            frame = write_sn_fits(unit.method, unit.benchmark,
-                                  dict(zip(unit.seeds, unit.tasks, strict=True)),
-                                  unit.settings, unit.study, unit.journal, unit.condition,
-                                  unit.out, unit.tuning_out, n_threads=n_threads)
-            summary = frame.groupby("arm", sort=False)[["rho_risk", "preservation"]].mean()
-            progress.advance(message=f"{unit.label}: " + "; ".join(
-                f"{arm} ρ_risk {row.rho_risk:.3f}, preservation {row.preservation:.3f}"
-                for arm, row in summary.iterrows()))
-
-
-def report_sn_study(records: Sequence[str | Path], scores: Sequence[str | Path],
-                    out: Mapping[str, str | Path], settings: Mapping, scale: str) -> None:
-    """Rule ``sn_study``: Tables 13–14, the mediation regressions and Figure 10
-    (:func:`postrisk.report.sn_study.write_sn_study`); ``settings``: the bootstrap's
-    replicates and the instances per method a regression needs."""
-    from postrisk.report.sn_study import write_sn_study
-
-    tables = write_sn_study(records, scores, out, scale,
-                            n_boot=int(settings.get("bootstrap", 2000)),
-                            min_instances=int(settings.get("min_instances", 10)))
-    logger.info("\n%s", tables["table13"].to_string())
-    logger.info("\n%s", tables["table14"].to_string())
+    resolve(step)(inputs, out, settings, scale)
 
 
 def report_page(html: str | Path, manifest: str | Path, contents: Sequence, scale: str,
