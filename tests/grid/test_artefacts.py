@@ -12,19 +12,19 @@ import pytest
 
 from postrisk import grid
 from postrisk.grid.artefacts import (
-    CATALOGUE,
     CONDITION_SCORES,
-    STUDY_ARTEFACT_STAGES,
     artefact,
+    catalogue,
     figure_files,
     figure_ids,
     figure_pattern,
     stage_artefacts,
+    study_artefact_stages,
 )
 
 
 def test_every_entry_names_a_builder_that_exists():
-    for entry in CATALOGUE:
+    for entry in catalogue():
         assert callable(entry.builder()), entry.id
         assert entry.title, entry.id
         if entry.shown:
@@ -81,8 +81,8 @@ def test_the_planner_expands_entries_over_the_configuration():
     kinds = [item.entry.kind for item in contents]
     assert kinds == sorted(kinds, key=["table", "figure"].index)
     assert [i.entry.id for i in contents if i.entry.kind == "table"] == [
-        a.id for a in CATALOGUE if a.shown and a.kind == "table"
-        and a.stage not in STUDY_ARTEFACT_STAGES]
+        a.id for a in catalogue() if a.shown and a.kind == "table"
+        and a.stage not in study_artefact_stages()]
 
 
 def test_release_file_names_come_from_the_catalogue():
@@ -118,12 +118,12 @@ def test_the_report_and_the_tables_page_follow_the_catalogue(tmp_path):
     pd.DataFrame({"scale": ["demo"], "prior": ["gp"]}).to_csv(table3, index=False)
     (tmp_path / "deviations.md").write_text("# none\n")
     located = {"table3": table3, **paths, "fig2_mean_rho": png}
-    contents = [grid.artefacts.ArtefactFile(a, str(located[a.id])) for a in CATALOGUE
+    contents = [grid.artefacts.ArtefactFile(a, str(located[a.id])) for a in catalogue()
                 if a.shown and a.id in located]
     manifest = write_report_page(tmp_path / "report/index.html", tmp_path / "report/m.json",
                                  contents, "demo", {"scale": "demo"}, tmp_path / "deviations.md",
                                  {"correlation": "pearson"})
-    assert manifest["tables"] == [a.id for a in CATALOGUE
+    assert manifest["tables"] == [a.id for a in catalogue()
                                   if a.shown and a.kind == "table" and a.id in located]
     assert manifest["figures"] == ["../figures/fig2_mean_rho.png"]
     html = (tmp_path / "report/index.html").read_text()

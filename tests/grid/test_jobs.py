@@ -239,7 +239,8 @@ def _costed(paper, accelerator: bool, hbart=_HBART, warmup=None, **changes):
     model = dict(paper["cost_model"], margin=1.5, min_runtime=10, job_minutes=0.0,
                  posterior=dict(paper["cost_model"]["posterior"], hbart=hbart))
     if warmup is not None:
-        model["warmup_posterior"] = dict(paper["cost_model"]["warmup_posterior"], hbart=warmup)
+        model["warmup_check_posterior"] = dict(paper["cost_model"]["warmup_check_posterior"],
+                                               hbart=warmup)
         changes["studies"] = dict(paper["studies"], warmup_check={
             "prior": "hbart", "datasets": ["concrete"], "factors": [2]})
     return _small(paper, cost_model=model,
@@ -318,7 +319,7 @@ def test_the_cpu_only_scenario_has_no_gpu_job_and_guesses_are_marked(paper):
     gpu_rows = {r.rule: r for r in plan(on) if r.gpu_jobs}
     # the two GPU rules: the posterior's values are guesses, the warm-up study's measured
     assert {r: row.unmeasured for r, row in gpu_rows.items()} == {
-        "posterior_mcmc": True, "warmup_posterior": False}
+        "posterior_mcmc": True, "warmup_check_posterior": False}
     cpu_rows = plan(off)
     assert not any(r.gpu_jobs or r.unmeasured for r in cpu_rows)
     assert {r.rule for r in cpu_rows} >= set(gpu_rows)  # the same rules, on CPUs

@@ -55,7 +55,7 @@ def test_slurm_profile_plans_the_grid_with_the_cost_models_resources(tmp_path, m
         want = rule.jobs[tuple(job["wildcards"][k] for k in rule.keys)].resources
         got = (job["threads"], int(res["runtime"]), int(res["mem_mb"]), int(res["gpu"]))
         assert got == (want.threads, want.runtime, want.mem_mb, want.gpu), job
-        on_gpu = job["rule"] in ("posterior_mcmc", "warmup_posterior")  # MCMC posteriors
+        on_gpu = job["rule"] in ("posterior_mcmc", "warmup_check_posterior")  # MCMC posteriors
         assert (int(res["gpu"]) == 1) == on_gpu, job
         assert res["slurm_partition"] == ("gpu" if on_gpu else "cpu"), job
         threads[job["rule"]] = max(threads.get(job["rule"], 0), job["threads"])

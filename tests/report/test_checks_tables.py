@@ -169,7 +169,7 @@ def test_table4_refuses_task_stores_that_disagree(tmp_path, offline_covariates):
 
 def test_table4_is_in_the_report_after_table3(tmp_path):
     from postrisk import grid
-    from postrisk.grid.artefacts import CATALOGUE, artefact
+    from postrisk.grid.artefacts import artefact, catalogue
     from postrisk.report.scores import write_report_page
 
     planner = grid.Planner.from_files(REPO / "config.yaml", REPO / "presets/demo.yaml")
@@ -177,7 +177,7 @@ def test_table4_is_in_the_report_after_table3(tmp_path):
     assert [i.entry.id for i in tables[:2]] == ["table3", "table4"]
     assert planner.artefact_files("table4") == ["results/checks/table4.csv"]
     assert "results/checks/table4.csv" in planner.stage_files("checks")
-    ids = [a.id for a in CATALOGUE]
+    ids = [a.id for a in catalogue()]
     assert ids.index("table4") == ids.index("instances") + 1
     t3, t4 = tmp_path / "table3.csv", tmp_path / "table4.csv"
     pd.DataFrame({"scale": ["demo"], "prior": ["gp"]}).to_csv(t3, index=False)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-from postrisk.report import ood_figure as O
+from postrisk.studies.ood_proxy import figure as O
 
 NAN = float("nan")
 NAMES = ["GP", "NN-Ens", "BLR", "Mahalanobis", "10-NN", "supervised_classifier"]

@@ -30,10 +30,11 @@ TOY_STUDIES = {
                             "tempering": {"t0": 3.0, "stages": 1, "share": 0.0}}},
     "studies": {"warmup_check": {"prior": "hbart", "datasets": ["concrete"],
                                  "factors": [1]}},
-    "group_by": {"posterior": ["dataset", "prior"], "warmup_posterior": ["dataset", "prior"]},
+    "group_by": {"posterior": ["dataset", "prior"],
+                 "warmup_check_posterior": ["dataset", "prior"]},
     "cost_model": {"posterior": {"hbart": {"threads": 1, "minutes": 1.0, "mem_mb": 1000}},
-                   "warmup_posterior": {"hbart": {"threads": 1, "minutes": 1.0,
-                                                  "mem_mb": 1000}}},
+                   "warmup_check_posterior": {"hbart": {"threads": 1, "minutes": 1.0,
+                                                        "mem_mb": 1000}}},
 }
 
 
@@ -51,7 +52,7 @@ def test_warmup_study_at_toy_size(tmp_path):
     run = snakemake(tmp_path, "studies", "--cores", "2", "--configfile", str(SMOKE), config,
                     env={"JAX_COMPILATION_CACHE_DIR": str(tmp_path / "jax_cache")})
     assert run.returncode == 0, run.stderr[-3000:]
-    units = planner.units["warmup_posterior"]
+    units = planner.units["warmup_check_posterior"]
     assert [u.factor for u in units] == [1]
     for unit in units:
         store = validate_store(tmp_path / unit.out, kind="task")
@@ -78,7 +79,7 @@ def test_the_paper_config_plans_the_warmup_check_with_resources():
     planner = Planner(load_config(REPO / "config.yaml"))
     cfg = planner.config
     study = cfg["studies"]["warmup_check"]
-    units = planner.units["warmup_posterior"]
+    units = planner.units["warmup_check_posterior"]
     hbart_keys = [k for k in planner.task_stores() if "/hbart/" in k
                   and k.split("/")[2] in study["datasets"]]
     assert units and len(units) == len(hbart_keys) * len(study["factors"])
@@ -86,11 +87,11 @@ def test_the_paper_config_plans_the_warmup_check_with_resources():
     for unit in units:  # k × the warm-up, everything else (the tempered share) unchanged
         base = cfg["posterior"][unit.key.prior]
         assert unit.settings == {**base, "warmup": base["warmup"] * unit.factor}
-    for rule in planner.stage_rules("warmup_posterior"):
+    for rule in planner.stage_rules("warmup_check_posterior"):
         assert rule.accelerator  # the HBART prior declares a GPU; the paper config uses one
         for job in rule.jobs.values():
             assert job.resources.gpu == 1 and job.resources.runtime > 0
-            assert job.resources.threads == cost_entry(cfg, "warmup_posterior", "hbart",
+            assert job.resources.threads == cost_entry(cfg, "warmup_check_posterior", "hbart",
                                                        gpu=True)["threads"]
     assert planner.rule("warmup_check").jobs
     assert "results/studies/index.html" in planner.study_files()
@@ -133,7 +134,7 @@ TOY_OOD = {
     "tuning": {"methods": []}, "disentanglement": {"methods": []},
     "studies": {"ood_proxy": {"in_distribution": "diamonds_ideal", "ood": "diamonds_fair",
                               "priors": ["gp"], "seeds_per_prior": 2, "n_query": 60}},
-    "group_by": {"ood_fit": ["method"]},
+    "group_by": {"ood_proxy_fit": ["method"]},
 }
 
 
@@ -143,7 +144,7 @@ def test_ood_study_at_toy_size(tmp_path):
     preset.write_text(yaml.safe_dump(TOY_OOD))
     planner = Planner(load_config(REPO / "config.yaml", SMOKE, preset))
     assert planner.studies() == ["ood_proxy"]
-    units = planner.units["ood_fit"]
+    units = planner.units["ood_proxy_fit"]
     assert {u.method for u in units} == {"blr", "knn_uncertainty"}
     assert all(u.benchmark is None and u.seeds == (0, 1) for u in units)  # a study dataset
     run = snakemake(tmp_path, "studies", "--cores", "2", "--configfile", str(SMOKE), str(preset))
@@ -181,7 +182,7 @@ def test_the_paper_config_plans_the_wine_study_with_resources():
     planner = Planner(load_config(REPO / "config.yaml"))
     study = planner.config["studies"]["ood_proxy"]
     assert (study["in_distribution"], study["ood"]) == ("white_wine", "red_wine")
-    units = planner.units["ood_fit"]
+    units = planner.units["ood_proxy_fit"]
     cells = {(u.condition.prior, u.condition.noise, u.condition.coverage) for u in units}
     assert cells == {(p, study["noise"], study["coverage"]) for p in study["priors"]}
     assert {u.method for u in units} == set(planner.config["methods"])  # no ablation in it
@@ -190,10 +191,10 @@ def test_the_paper_config_plans_the_wine_study_with_resources():
         assert unit.benchmark == path("fit", **unit.condition._asdict(), method=unit.method)
         assert unit.n_seeds == study["seeds_per_prior"] and unit.n_query == study["n_query"]
         assert unit.ood_covariates == path("covariates", dataset="red_wine")
-    for rule in planner.stage_rules("ood_fit"):
+    for rule in planner.stage_rules("ood_proxy_fit"):
         for job in rule.jobs.values():
             assert job.resources.threads >= 1 and job.resources.runtime > 0
-    assert planner.rule("ood_study").jobs
+    assert planner.rule("ood_proxy").jobs
     files = planner.study_files()
     assert "results/studies/table11.csv" in files and "results/studies/table12.csv" in files
 
@@ -204,9 +205,9 @@ def test_an_ood_study_of_a_benchmark_dataset_outside_the_grid_plans_nothing(tmp_
     config.write_text(yaml.safe_dump({"datasets": ["concrete"], "studies": {"ood_proxy": {
         "in_distribution": "white_wine", "ood": "red_wine"}}}))
     planner = Planner(load_config(REPO / "config.yaml", SMOKE, config))
-    assert "ood_proxy" not in planner.studies() and not planner.units["ood_fit"]
+    assert "ood_proxy" not in planner.studies() and not planner.units["ood_proxy_fit"]
     assert not {"white_wine", "red_wine"} & set(planner.covariate_datasets)
-    assert not planner.rule("ood_study").jobs
+    assert not planner.rule("ood_proxy").jobs
 
 
 def test_an_ood_set_must_be_scaled_with_its_in_distribution_dataset(tmp_path):
@@ -280,7 +281,7 @@ TOY_SN = {
                              "datasets": ["concrete"], "priors": ["gp"],
                              "seeds_per_condition": 1, "trials": 2, "startup_trials": 2,
                              "bootstrap": 50}},
-    "group_by": {"sn_fit": ["method"]},
+    "group_by": {"sn_study_fit": ["method"]},
 }
 
 
@@ -290,11 +291,11 @@ def test_sn_study_at_toy_size(tmp_path):
     preset.write_text(yaml.safe_dump(TOY_SN))
     planner = Planner(load_config(REPO / "config.yaml", SMOKE, preset))
     assert planner.studies() == ["sn_study"]
-    units = planner.units["sn_fit"]
+    units = planner.units["sn_study_fit"]
     assert [u.method for u in units] == ["nn_lap", "nn_ens"]
     run = snakemake(tmp_path, "studies", "--cores", "2", "--configfile", str(SMOKE), str(preset))
     assert run.returncode == 0, run.stderr[-3000:]
-    scores = pd.read_csv(tmp_path / planner.sn_study_inputs()["scores"][0])
+    scores = pd.read_csv(tmp_path / planner.study_inputs("sn_study")["scores"][0])
     for unit in units:
         records = pd.read_csv(tmp_path / unit.out)
         assert records["arm"].tolist() == ["plain", "sn", "wd"]
@@ -336,7 +337,7 @@ def test_the_paper_config_plans_the_sn_study_with_resources():
     planner = Planner(load_config(REPO / "config.yaml"))
     cfg = planner.config
     study = cfg["studies"]["sn_study"]
-    units = planner.units["sn_fit"]
+    units = planner.units["sn_study_fit"]
     cells = {u.condition for u in units if u.method == "nn_lap"}
     assert cells == {c for c in planner.conditions if c.prior in study["priors"]
                      and (c.noise, c.coverage) == (study["noise"], study["coverage"])}
@@ -345,7 +346,7 @@ def test_the_paper_config_plans_the_sn_study_with_resources():
     for unit in units:  # the benchmark's own fits are the plain arm
         assert unit.benchmark == path("fit", **unit.condition._asdict(), method=unit.method)
         assert unit.benchmark in unit.inputs and unit.study["trials"] == study["trials"]
-    for rule in planner.stage_rules("sn_fit"):
+    for rule in planner.stage_rules("sn_study_fit"):
         for job in rule.jobs.values():
             assert job.resources.threads >= 1 and job.resources.runtime > 0
     assert planner.rule("sn_study").jobs

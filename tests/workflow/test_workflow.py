@@ -26,14 +26,15 @@ def test_mcmc_posteriors_run_in_the_gpu_environment(tmp_path):
     assert paper["posterior_exact"] == paper["fit"] == paper["prior"] == "../workflow/envs/jax.yaml"
     assert paper["score"] == paper["checks"] == "../workflow/envs/core.yaml"
     # the warm-up study's posteriors run where the posteriors they repeat do
-    assert paper["warmup_posterior"] == paper["posterior_mcmc"]
+    assert paper["warmup_check_posterior"] == paper["posterior_mcmc"]
     # every rule that runs code has one (the target rules run none)
     assert all(env for name, env in paper.items()
                if name not in ("all", "studies", "seed_selections"))
     cpu = tmp_path / "cpu.yaml"
     cpu.write_text(yaml.safe_dump({"accelerator": {"use": False, "allow_cpu_fallback": False}}))
     on_cpu = rule_environments(cpu)
-    assert on_cpu["posterior_mcmc"] == on_cpu["warmup_posterior"] == "../workflow/envs/jax.yaml"
+    assert (on_cpu["posterior_mcmc"] == on_cpu["warmup_check_posterior"]
+            == "../workflow/envs/jax.yaml")
 
 
 def test_dry_run_of_the_demo_preset_plans_its_grouped_jobs(tmp_path):

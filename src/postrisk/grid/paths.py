@@ -57,9 +57,9 @@ def templates() -> dict[str, str]:
     out = dict(TEMPLATES)
     for study in studies():
         for kind, template in study.templates.items():
-            if kind in out:
-                raise KeyError(f"study {study.name!r} declares the file kind {kind!r} twice "
-                               "or over the benchmark's")
+            if kind in out or not kind.startswith(f"{study.name}_"):
+                raise KeyError(f"study {study.name!r}: its file kind {kind!r} must be new and "
+                               f"named {study.name}_<what>")
             if not template.startswith(f"studies/{study.name}/"):
                 raise KeyError(f"study {study.name!r}: its file kind {kind!r} must live under "
                                f"studies/{study.name}/, not {template}")

@@ -12,7 +12,7 @@ from postrisk.studies.ood_proxy.catalogue import CATALOGUE
 from postrisk.studies.ood_proxy.config import check_ood_pair, ood_proxy_schema
 from postrisk.studies.ood_proxy.units import (
     FIT_TEMPLATE,
-    ood_fit_units,
+    fit_units,
     study_datasets,
     study_instances,
     summary_inputs,
@@ -28,12 +28,12 @@ STUDY = Study(
     summary="postrisk.studies.ood_proxy.steps:summarise",
     catalogue=CATALOGUE,
     stages=(UnitStage(
-        name="ood_proxy_fit", keys=(*CONDITION_COLUMNS, "method"), outputs=("ood_fit",),
-        units=ood_fit_units, step="postrisk.studies.ood_proxy.steps:fits",
+        name="ood_proxy_fit", keys=(*CONDITION_COLUMNS, "method"),
+        outputs=("ood_proxy_fit",), units=fit_units, step="postrisk.studies.ood_proxy.steps:fits",
         fixed=("method",), cost_by="method"),),
     inputs=summary_inputs,
     summary_cost_by_dataset=True,
-    templates={"ood_fit": FIT_TEMPLATE},
+    templates={"ood_proxy_fit": FIT_TEMPLATE},
     datasets=study_datasets,
     instances=study_instances,
     renamed={"ood_fit": "ood_proxy_fit", "ood_study": "ood_proxy"},

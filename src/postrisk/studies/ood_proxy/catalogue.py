@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from postrisk.grid.artefact import Artefact
 
-_OOD = "postrisk.studies.ood_proxy.tables:write_ood_study"
+_OOD = "postrisk.studies.ood_proxy.tables:write_ood_proxy"
 _OOD_SETUP = ("Methods fitted on the in-distribution dataset's instances (as the benchmark "
               "fits them: same configuration, random state = the seed) score held-out "
               "in-distribution points against as many rows of the OOD set by their ÊU. ")

@@ -45,15 +45,15 @@ def fits(units: Sequence[OODFitUnit], n_threads: int = 1,
 def summarise(inputs: Mapping[str, Sequence[str | Path]], out: Mapping[str, str | Path],
               settings: Mapping, scale: str) -> None:
     """Rule ``ood_proxy``: the study's tables and Figure 3B
-    (:func:`postrisk.studies.ood_proxy.tables.write_ood_study`); ``inputs["samples"]``: every
+    (:func:`postrisk.studies.ood_proxy.tables.write_ood_proxy`); ``inputs["samples"]``: every
     instance's sample store that a fit store may hold."""
     from postrisk.core.io import open_zarr
-    from postrisk.studies.ood_proxy.tables import write_ood_study
+    from postrisk.studies.ood_proxy.tables import write_ood_proxy
     from postrisk.tasks.key import TaskKey
 
     by_label = {TaskKey.from_attrs(open_zarr(p, load=False).attrs).label: p
                 for p in inputs["samples"]}
-    tables = write_ood_study(inputs["fits"], by_label, inputs["ood"][0], inputs["scores"], out,
+    tables = write_ood_proxy(inputs["fits"], by_label, inputs["ood"][0], inputs["scores"], out,
                              scale)
     logger.info("\n%s", tables["table11"].to_string())
     logger.info("\n%s", tables["table12"].to_string())

@@ -228,11 +228,11 @@ def ood_study_tables(records: list, truths: list, scores: pd.DataFrame,
     }
 
 
-def write_ood_study(fits: Sequence[str | Path], samples: Mapping[str, str | Path],
+def write_ood_proxy(fits: Sequence[str | Path], samples: Mapping[str, str | Path],
                     ood_covariates: str | Path, score_csvs: Sequence[str | Path],
                     out: Mapping[str, str | Path], scale: str, n_boot: int = 1000
                     ) -> dict[str, pd.DataFrame]:
-    """Rule ``ood_study``: the records of every OOD fit store (``samples``: instance label →
+    """Rule ``ood_proxy``: the records of every OOD fit store (``samples``: instance label →
     its sample store), the tables and Figure 3B (``out``: catalogue id → path; the figure's
     PNG, its PDF beside it); every table's CSV starts with the run's scale. One bootstrap
     stream seeded 0."""

@@ -104,7 +104,7 @@ class OODFitUnit(_ConditionUnit):
         return f"{self.method} on {'/'.join(self.condition)}"
 
 
-def ood_fit_units(cfg: Mapping, policy: SeedPolicy) -> list[OODFitUnit]:
+def fit_units(cfg: Mapping, policy: SeedPolicy) -> list[OODFitUnit]:
     """The OOD study's fits (config ``studies.ood_proxy``): method by method, each of the
     study's conditions (:func:`postrisk.grid.conditions.study_conditions`) it is fitted
     on."""
@@ -129,7 +129,7 @@ def ood_fit_units(cfg: Mapping, policy: SeedPolicy) -> list[OODFitUnit]:
                 settings=cfg.get("method_settings", {}).get(method, {}),
                 tuning=cfg["tuning"] if own and is_tuned(cfg, method, c) else None,
                 journal=at("tuning_journal", method=method), ood_covariates=ood,
-                n_query=int(study["n_query"]), out=at("ood_fit", method=method)))
+                n_query=int(study["n_query"]), out=at("ood_proxy_fit", method=method)))
     return units
 
 

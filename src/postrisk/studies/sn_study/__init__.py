@@ -11,7 +11,7 @@ Config ``studies.sn_study`` (``run``: planned in ``all`` and ``studies``); unit 
 from postrisk.grid.study import Study, UnitStage
 from postrisk.studies.sn_study.catalogue import CATALOGUE
 from postrisk.studies.sn_study.config import check_sn_study, sn_study_schema, summary_settings
-from postrisk.studies.sn_study.units import TEMPLATES, sn_fit_units, summary_inputs
+from postrisk.studies.sn_study.units import TEMPLATES, fit_units, summary_inputs
 from postrisk.tasks.key import CONDITION_COLUMNS
 
 STUDY = Study(
@@ -24,7 +24,7 @@ STUDY = Study(
     catalogue=CATALOGUE,
     stages=(UnitStage(
         name="sn_study_fit", keys=(*CONDITION_COLUMNS, "method"),
-        outputs=("sn_fit", "sn_tuning"), units=sn_fit_units,
+        outputs=("sn_study_fit", "sn_study_tuning"), units=fit_units,
         step="postrisk.studies.sn_study.steps:fits", fixed=("method",), cost_by="method",
         directories=False),),
     inputs=summary_inputs,

@@ -21,10 +21,11 @@ from postrisk.grid.units import _ConditionUnit
 #: Its files: one row per (seed, arm) of a method on a condition's instances; the arms'
 #: configurations and sweeps; the sweeps' journals (one per arm: the prefix, then
 #: ".<arm>.log").
+_CONDITION_METHOD = "{dataset}/{prior}/{noise}/{coverage}/{method}"
 TEMPLATES = {
-    "sn_fit": "studies/sn_study/fits/{dataset}/{prior}/{noise}/{coverage}/{method}.csv",
-    "sn_tuning": "studies/sn_study/tuning/{dataset}/{prior}/{noise}/{coverage}/{method}.json",
-    "sn_journal": "studies/sn_study/tuning/journals/{dataset}/{prior}/{noise}/{coverage}/{method}",
+    "sn_study_fit": f"studies/sn_study/fits/{_CONDITION_METHOD}.csv",
+    "sn_study_tuning": f"studies/sn_study/tuning/{_CONDITION_METHOD}.json",
+    "sn_study_journal": f"studies/sn_study/tuning/journals/{_CONDITION_METHOD}",
 }
 
 
@@ -87,7 +88,7 @@ class SNFitUnit(_ConditionUnit):
         return f"{self.method} on {'/'.join(self.condition)}"
 
 
-def sn_fit_units(cfg: Mapping, policy: SeedPolicy) -> list[SNFitUnit]:
+def fit_units(cfg: Mapping, policy: SeedPolicy) -> list[SNFitUnit]:
     """The SN study's units (config ``studies.sn_study``): method by method, each of the
     study's conditions the benchmark fits it on."""
     conditions = study_conditions(cfg)
@@ -106,8 +107,9 @@ def sn_fit_units(cfg: Mapping, policy: SeedPolicy) -> list[SNFitUnit]:
                 method=method, condition=c, seeds=seeds,
                 tasks=tuple(at("task", seed=s) for s in seeds), benchmark=at("fit", method=method),
                 settings=cfg.get("method_settings", {}).get(method, {}), study=study,
-                journal=at("sn_journal", method=method), out=at("sn_fit", method=method),
-                tuning_out=at("sn_tuning", method=method)))
+                journal=at("sn_study_journal", method=method),
+                out=at("sn_study_fit", method=method),
+                tuning_out=at("sn_study_tuning", method=method)))
     return units
 
 

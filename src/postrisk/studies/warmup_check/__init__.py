@@ -10,9 +10,9 @@ from postrisk.grid.study import Study, UnitStage
 from postrisk.studies.warmup_check.catalogue import CATALOGUE
 from postrisk.studies.warmup_check.units import (
     POSTERIOR_TEMPLATE,
+    posterior_units,
     summary_inputs,
     warmup_check_schema,
-    warmup_posterior_units,
 )
 from postrisk.tasks.key import KEY_COLUMNS
 
@@ -24,12 +24,12 @@ STUDY = Study(
     summary="postrisk.studies.warmup_check.steps:summarise",
     catalogue=CATALOGUE,
     stages=(UnitStage(
-        name="warmup_check_posterior", keys=KEY_COLUMNS, outputs=("warmup_task",),
-        units=warmup_posterior_units, step="postrisk.studies.warmup_check.steps:posteriors",
+        name="warmup_check_posterior", keys=KEY_COLUMNS, outputs=("warmup_check_task",),
+        units=posterior_units, step="postrisk.studies.warmup_check.steps:posteriors",
         fixed=("prior",), inputs=(("sample", KEY_COLUMNS), ("task", KEY_COLUMNS)),
         cost_by="prior", accelerator_by="prior", host_devices=True),),
     inputs=summary_inputs,
     summary_cost_by_dataset=True,
-    templates={"warmup_task": POSTERIOR_TEMPLATE},
+    templates={"warmup_check_task": POSTERIOR_TEMPLATE},
     renamed={"warmup_posterior": "warmup_check_posterior"},
 )

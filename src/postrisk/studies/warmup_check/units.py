@@ -57,7 +57,7 @@ class WarmupPosteriorUnit(_InstanceUnit):
         return (self.sample, self.task)
 
 
-def warmup_posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[WarmupPosteriorUnit]:
+def posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[WarmupPosteriorUnit]:
     """Every built instance of ``studies.warmup_check.prior`` on its datasets, once per factor
     (instance by instance)."""
     study = study_settings(cfg, "warmup_check")
@@ -70,7 +70,7 @@ def warmup_posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[WarmupPoste
         wc = _key_wildcards(k)
         units += [WarmupPosteriorUnit(k, int(f), path("sample", **wc), path("task", **wc),
                                       {**base, "warmup": int(base["warmup"]) * int(f)},
-                                      path("warmup_task", **wc, factor=int(f)))
+                                      path("warmup_check_task", **wc, factor=int(f)))
                   for f in study.get("factors", [])]
     return units
 
