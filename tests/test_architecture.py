@@ -8,8 +8,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_import_contracts_hold():
-    """Stages import only downwards; methods never import tasks, priors, covariates or the
-    evaluation; GP mathematics has one home; no cycle inside methods (``lint-imports``)."""
+    """Stages import only downwards (the studies on top, the release below the report);
+    methods never import tasks, priors, covariates or the evaluation; GP mathematics has one
+    home; the studies do not import each other; no cycle anywhere (``lint-imports``)."""
     lint = Path(sys.executable).with_name("lint-imports")
     run = subprocess.run([str(lint), "--no-cache"], capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
@@ -23,5 +24,23 @@ def test_every_stage_is_a_package():
     loose = sorted(p.name for p in src.glob("*.py") if p.name not in ("__init__.py", "cli.py"))
     assert loose == []
     stages = {"core", "covariates", "gp", "priors", "tasks", "methods", "tuning", "grid",
-              "evaluation", "report", "workflow"}
+              "evaluation", "release", "report", "workflow", "studies"}
     assert stages <= {p.name for p in src.iterdir() if (p / "__init__.py").exists()}
+
+
+def test_every_study_is_a_package_and_the_planner_names_none():
+    """One package per study under postrisk.studies, each registered by its ``STUDY``; the
+    planning layer (planner, jobs, stages) and the rules' shared file name no study."""
+    from postrisk.grid.study import studies
+
+    packages = {p.name for p in (REPO / "src/postrisk/studies").iterdir()
+                if (p / "__init__.py").exists()}
+    assert len(packages) >= 4
+    assert packages <= {s.name for s in studies()}
+    planning = [REPO / "src/postrisk/grid" / f for f in ("planner.py", "jobs.py", "stages.py")]
+    for path in [*planning, REPO / "rules/common.smk", REPO / "rules/studies.smk"]:
+        text = path.read_text()
+        for study in studies():
+            named = [line for line in text.splitlines()
+                     if study.name in line and not line.lstrip().startswith("#")]
+            assert not named, f"{path.name} names the study {study.name}: {named}"

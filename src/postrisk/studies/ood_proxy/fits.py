@@ -25,8 +25,7 @@ import numpy as np
 
 from postrisk.core import seeding
 from postrisk.core.arrays import as_matrix
-from postrisk.methods.records import FitRecord
-from postrisk.methods.runner import run_fit
+from postrisk.methods import FitRecord, run_fit
 from postrisk.tasks.key import TaskKey
 from postrisk.tasks.task import Task
 

@@ -1,19 +1,17 @@
-"""Is OOD detection a good proxy for epistemic uncertainty? The mathematics of the study (App. D.3).
+"""Is OOD detection a good proxy for epistemic uncertainty? The study's mathematics (App. D.3).
 
 Methods are fitted on an in-distribution (ID) training set and queried at held-out ID points
 and at out-of-distribution (OOD) rows; a method's EU estimate ÊU(x) is used as an OOD score.
-Pure functions on numpy arrays; nothing here reads or writes files. "Not applicable" is
-``None``, never NaN (as in :mod:`postrisk.evaluation.metrics`); every random draw comes from a
-``numpy.random.Generator`` passed in.
+Pure functions on numpy arrays, no files. "Not applicable" is ``None``, never NaN (as in
+:mod:`postrisk.evaluation.metrics`); random draws come from a ``numpy.random.Generator`` passed in.
 
 Quantities
 ----------
 * **OOD AUROC** of a score s: AUROC(s; OOD positive) = P(s_OOD > s_ID) + ½·P(s_OOD = s_ID)
   (:func:`postrisk.evaluation.metrics.auroc`), for ÊU and for the total ÊU + ÂU.
-* **Distance**: d(x) = the Mahalanobis distance of x from the training inputs under their
-  shrunk covariance — the ``mahalanobis`` reference row's EU and the coverage shells' distance
-  (:func:`postrisk.evaluation.reference_rows.mahalanobis_prediction`), fitted on the instance's
-  training inputs.
+* **Distance**: d(x) = the Mahalanobis distance of x from the instance's training inputs under
+  their shrunk covariance (the ``mahalanobis`` reference row's EU,
+  :func:`postrisk.evaluation.reference_rows.mahalanobis_prediction`).
 * **Distance-matched subsample**: the pooled distances of the query points (ID and OOD
   together) are cut into B bins at the pooled quantiles q_0 ≤ q_1 ≤ … ≤ q_B; bin b holds the
   points with q_b ≤ d < q_{b+1} (the last bin also d = q_B; a point on an inner edge belongs to
@@ -26,18 +24,17 @@ Quantities
   **classifier bound** — the out-of-fold AUROC of a classifier trained to tell the OOD from the
   ID query inputs, an estimate of how separable the two input samples are at all.
 * **Ranking agreement**: Kendall's W (:func:`postrisk.evaluation.agreement.kendalls_w`) of the
-  methods' ranking by mean OOD AUROC and their benchmark rankings (one per EU target), with a
-  percentile bootstrap over OOD instances that holds the benchmark rankings fixed.
+  ranking by mean OOD AUROC and the benchmark rankings (one per EU target), with a percentile
+  bootstrap over OOD instances holding the benchmark rankings fixed.
 * **Ground truth** (GP-prior instances, exact posterior variance σ²_f): the median ratio
   med(σ²_f | OOD) / med(σ²_f | ID) on the matched subsample, the OOD AUROC of σ²_f there, the
   same ratio for ÊU, and the partial Spearman correlation of ÊU with σ²_f given d,
 
       ρ_{xy·z} = (r_xy − r_xz·r_yz) / √((1 − r_xz²)(1 − r_yz²)),
 
-  with r the Spearman correlations (Pearson correlations of average ranks), over the ID query
-  points (:func:`ground_truth_partial_spearman`): whether ÊU reproduces the posterior's
-  variation within the in-distribution data beyond what the distance explains ("within the
-  white-wine data", App. D.3); over all query points as well, an addition.
+  r the Spearman correlations, over the ID query points (:func:`ground_truth_partial_spearman`):
+  does ÊU follow the posterior's variation within the ID data beyond what the distance explains
+  ("within the white-wine data", App. D.3); over all query points too, an addition.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ def fits(units: Sequence[OODFitUnit], n_threads: int = 1,
     (:func:`postrisk.studies.ood_proxy.records.write_ood_fits`). On a benchmark dataset the
     configuration and seeds are its fit store's; on a study dataset the configuration is chosen
     as the fit stage chooses it (:func:`postrisk.workflow.steps.condition_config`)."""
-    from postrisk.methods.records import benchmark_configuration
+    from postrisk.methods import benchmark_configuration
     from postrisk.studies.ood_proxy.records import write_ood_fits
     from postrisk.workflow.steps import condition_config
 

@@ -49,9 +49,12 @@ from postrisk.evaluation.distance_preservation import (
     preservation_subset,
 )
 from postrisk.evaluation.metrics import spearman
-from postrisk.methods.nn.features import backbone_features
-from postrisk.methods.records import benchmark_configuration
-from postrisk.methods.runner import resolve_method, run_estimator
+from postrisk.methods import (
+    backbone_features,
+    benchmark_configuration,
+    resolve_method,
+    run_estimator,
+)
 from postrisk.tasks.key import TaskKey
 from postrisk.tasks.task import Task
 from postrisk.tuning import TuningResult, tune
