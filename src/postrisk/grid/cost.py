@@ -148,16 +148,16 @@ def wants_accelerator(cfg: Mapping, stage: str, name: str) -> bool:
     config's ``accelerator.use`` is on."""
     if not cfg.get("accelerator", {}).get("use", False):
         return False
-    declared = unit_stages().get(stage)
-    if stage == "posterior" or (declared is not None and declared.accelerator_by == "prior"):
-        from postrisk.priors.base import PRIOR_ENTRIES
-
-        return PRIOR_ENTRIES[name].accelerator
     if stage == "fit":
         from postrisk.methods.table import METHOD_ENTRIES
 
         entry = METHOD_ENTRIES.get(name)  # an outside method declares none: it runs on CPUs
         return bool(entry is not None and entry.accelerator)
+    declared = unit_stages().get(stage)
+    if stage == "posterior" or (declared is not None and declared.accelerator_by == "prior"):
+        from postrisk.priors.base import PRIOR_ENTRIES
+
+        return PRIOR_ENTRIES[name].accelerator
     return False
 
 
