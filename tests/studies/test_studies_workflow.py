@@ -364,3 +364,25 @@ def test_a_bad_sn_study_section_stops_with_a_clear_message(tmp_path):
     config.write_text(yaml.safe_dump({"studies": {"sn_study": {"methods": ["blr"]}}}))
     with pytest.raises(ConfigError, match="sn_study"):
         load_config(REPO / "config.yaml", config)
+
+
+def test_a_studys_former_stage_names_are_read_with_a_deprecation_message(tmp_path, caplog):
+    """`ood_fit` (now `ood_proxy_fit`) and `ood_study` (now `ood_proxy`) under cost_model,
+    group_by and budget_s keep working for one release, merged over the new keys' defaults."""
+    old = tmp_path / "old_names.yaml"
+    old.write_text(yaml.safe_dump({
+        "cost_model": {"ood_fit": {"default": {"threads": 3, "minutes": 7.0, "mem_mb": 900}},
+                       "ood_study": {"threads": 1, "minutes": 2.0, "mem_mb": 800}},
+        "group_by": {"ood_fit": ["method"]}, "budget_s": {"ood_study": 33}}))
+    with caplog.at_level("WARNING"):
+        cfg = load_config(REPO / "config.yaml", old)
+    assert "ood_fit" not in cfg["cost_model"] and "ood_study" not in cfg["budget_s"]
+    base = load_config(REPO / "config.yaml")["cost_model"]["ood_proxy_fit"]["default"]
+    assert cost_entry(cfg, "ood_proxy_fit", "blr") == {**base, "threads": 3, "minutes": 7.0,
+                                                       "mem_mb": 900}
+    assert cfg["cost_model"]["ood_proxy"]["minutes"] == 2.0
+    assert cfg["group_by"]["ood_proxy_fit"] == ["method"] and cfg["budget_s"]["ood_proxy"] == 33
+    messages = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+    assert "config key 'cost_model.ood_fit' is deprecated: it is now 'cost_model.ood_proxy_fit'" \
+        in messages[0]
+    assert len(messages) == 4  # one line per old key
