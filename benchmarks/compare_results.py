@@ -43,6 +43,12 @@ IGNORED_ATTRS = ("timings", "library_versions", "created", "created_at", "path",
                  "seconds", "fit_seconds", "predict_seconds", "datetime_start",
                  "datetime_complete", "posterior_s")
 TIMING_COLUMNS = ("fit_seconds", "predict_seconds", "posterior_s", "seconds")
+
+
+def _is_timing(column: str) -> bool:
+    """A measured wall time: a timing column, or one of them with a suffix (the warm-up check's
+    ``posterior_s_base`` and ``posterior_s_long``)."""
+    return column in TIMING_COLUMNS or any(column.startswith(t + "_") for t in TIMING_COLUMNS)
 TIMING_VARIABLES = ("fit_seconds", "predict_seconds")
 
 
@@ -136,7 +142,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
         frame = pd.read_csv(path)
     except pd.errors.EmptyDataError:
         return pd.DataFrame()
-    return frame.drop(columns=[c for c in frame.columns if c in TIMING_COLUMNS])
+    return frame.drop(columns=[c for c in frame.columns if _is_timing(c)])
 
 
 def _matches(value, patterns: list[str]) -> bool:

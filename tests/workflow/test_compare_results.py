@@ -46,3 +46,15 @@ def test_a_changed_number_beside_an_addition_is_a_difference(tmp_path):
     after = _tree(tmp_path / "b", added=True, changed=True)
     _, lines = compare(before, after, [], {}, added=["*crps*"])
     assert len(lines) == 1 and lines[0].startswith("tables/scores.csv: rho: 1 value(s) differ")
+
+
+def test_wall_times_are_not_numbers_of_the_run(tmp_path):
+    """A measured time (``posterior_s``, the warm-up check's ``posterior_s_base``) differs from
+    run to run and is not compared; a column that only starts like one is."""
+    for name, seconds in (("a", 10.0), ("b", 17.5)):
+        (tmp_path / name / "studies").mkdir(parents=True)
+        pd.DataFrame({"seed": [0], "posterior_s_base": [seconds], "posterior_s_long": [seconds],
+                      "posterior_sd": [0.5 if name == "a" else 0.6]}).to_csv(
+            tmp_path / name / "studies" / "warmup.csv", index=False)
+    _, lines = compare(tmp_path / "a", tmp_path / "b", [], {})
+    assert len(lines) == 1 and "posterior_sd" in lines[0]
