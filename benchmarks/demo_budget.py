@@ -78,25 +78,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no benchmark files under {args.results}/benchmarks: run `make demo` first")
         return 1
     ok = True
-    print(f"{'stage':<14}{'used s':>9}{'budget s':>10}{'ratio':>8}")
+    print(f"{'stage':<24}{'used s':>9}{'budget s':>10}{'ratio':>8}")
     for stage in sorted(set(budget) | set(used)):
         spent, allowed = used.get(stage, 0.0), budget.get(stage)
         ratio = spent / allowed if allowed else float("inf")
         flag = "" if allowed and ratio <= 1 else "  OVER" if allowed else "  (no budget)"
         ok &= bool(allowed) and ratio <= 1
-        print(f"{stage:<14}{spent:>9.1f}{allowed or 0:>10.0f}{ratio:>8.2f}{flag}")
+        print(f"{stage:<24}{spent:>9.1f}{allowed or 0:>10.0f}{ratio:>8.2f}{flag}")
     total = sum(used.values())
-    print(f"{'sum of jobs':<14}{total:>9.1f}")
+    print(f"{'sum of jobs':<24}{total:>9.1f}")
     for study in studies():  # a study's share: the sum of its stages'
         stages = study.stage_names
         if any(stage in used for stage in stages):
             spent = sum(used.get(stage, 0.0) for stage in stages)
             allowed = sum(budget.get(stage, 0.0) for stage in stages)
-            print(f"{'study ' + study.name:<14}{spent:>9.1f}{allowed:>10.0f}"
+            print(f"{'study ' + study.name:<24}{spent:>9.1f}{allowed:>10.0f}"
                   f"{spent / allowed if allowed else float('inf'):>8.2f}")
     wall = wall_seconds(args.results, last)
     ok &= wall <= TOTAL_BUDGET_S
-    print(f"{'wall clock':<14}{wall:>9.1f}{TOTAL_BUDGET_S:>10.0f}{wall / TOTAL_BUDGET_S:>8.2f}"
+    print(f"{'wall clock':<24}{wall:>9.1f}{TOTAL_BUDGET_S:>10.0f}{wall / TOTAL_BUDGET_S:>8.2f}"
           + ("" if wall <= TOTAL_BUDGET_S else "  OVER"))
     if args.guard is not None:
         limit = args.guard * TOTAL_BUDGET_S
