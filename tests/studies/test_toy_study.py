@@ -13,9 +13,14 @@ from postrisk.grid import ConfigError, Planner, load_config
 from postrisk.grid.study import Study, StudyError, UnitStage, register, studies, unregister
 from tests.workflow_helpers import REPO, snakemake
 
-SMOKE = REPO / "presets/smoke.yaml"
-TOY_CONFIG = {"study_packages": ["tests.studies.toy_study"],
-              "studies": {"toy_study": {"run": True}}}
+#: A small config of its own: one dataset (the offline copy), no method, every other study off.
+TOY_CONFIG = {"scale": "smoke", "datasets": ["concrete"], "ood_datasets": [], "priors": ["gp"],
+              "noise_modes": ["smooth_monotone"], "coverages": ["balanced"], "methods": [],
+              "covariates": {"prefer_offline_package": True},
+              "sizes": {"n_eval_cap": 150, "n_cap": 120},
+              "study_packages": ["tests.studies.toy_study"],
+              "studies": {"toy_study": {"run": True}, "sandbox": {"run": False},
+                          "sn_study": {"run": False}, "warmup_check": {"datasets": []}}}
 
 
 @pytest.fixture
@@ -27,12 +32,11 @@ def toy_config(tmp_path):
 
 
 def test_the_toy_study_runs_end_to_end(tmp_path, toy_config):
-    planner = Planner(load_config(REPO / "config.yaml", SMOKE, toy_config))
-    assert planner.studies() == ["toy_study"]  # the smoke preset runs no other study
+    planner = Planner(load_config(REPO / "config.yaml", toy_config))
+    assert planner.studies() == ["toy_study"]  # its config runs no other study
     assert [r.name for r in planner.stage_rules("toy_study_shape")] == ["toy_study_shape"]
     assert planner.rule("toy_study").jobs and planner.rule("studies_report").jobs
-    run = snakemake(tmp_path, "studies", "--cores", "1", "--configfile", str(SMOKE),
-                    str(toy_config))
+    run = snakemake(tmp_path, "studies", "--cores", "1", "--configfile", str(toy_config))
     assert run.returncode == 0, run.stderr[-3000:]
     table = pd.read_csv(tmp_path / "results/studies/toy_study/shapes.csv")
     cov = load_covariates(tmp_path / "results/covariates/concrete.zarr")  # independently read
@@ -47,11 +51,15 @@ def test_the_toy_study_runs_end_to_end(tmp_path, toy_config):
 
 
 def test_a_study_not_named_by_the_config_is_not_planned(toy_config):
-    plain = Planner(load_config(REPO / "config.yaml", SMOKE))
+    plain_config = toy_config.parent / "plain.yaml"
+    plain_config.write_text(yaml.safe_dump({k: v for k, v in TOY_CONFIG.items()
+                                            if k not in ("study_packages", "studies")}))
+    plain = Planner(load_config(REPO / "config.yaml", plain_config))
     assert "toy_study_shape" not in plain.rules  # (no other test registered it in this process)
     off = toy_config.parent / "off.yaml"
-    off.write_text(yaml.safe_dump({**TOY_CONFIG, "studies": {"toy_study": {"run": False}}}))
-    planner = Planner(load_config(REPO / "config.yaml", SMOKE, off))
+    off.write_text(yaml.safe_dump({**TOY_CONFIG, "studies": {**TOY_CONFIG["studies"],
+                                                             "toy_study": {"run": False}}}))
+    planner = Planner(load_config(REPO / "config.yaml", off))
     assert "toy_study" not in planner.studies() and not planner.rule("toy_study").jobs
 
 
@@ -59,11 +67,11 @@ def test_the_toy_studys_section_is_checked_by_its_schema(toy_config):
     bad = toy_config.parent / "bad.yaml"
     bad.write_text(yaml.safe_dump({**TOY_CONFIG, "studies": {"toy_study": {"runs": True}}}))
     with pytest.raises(ConfigError, match=r"studies.toy_study.*unknown key\(s\) \['runs'\]"):
-        load_config(REPO / "config.yaml", SMOKE, bad)
+        load_config(REPO / "config.yaml", bad)
     missing = toy_config.parent / "missing.yaml"
     missing.write_text(yaml.safe_dump({"study_packages": ["tests.studies.no_such_study"]}))
     with pytest.raises(ConfigError, match="study_packages.*no_such_study.*does not import"):
-        load_config(REPO / "config.yaml", SMOKE, missing)
+        load_config(REPO / "config.yaml", missing)
 
 
 def test_the_registration_keeps_one_name_per_study():

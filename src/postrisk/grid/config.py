@@ -33,19 +33,21 @@ from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
 logger = logging.getLogger(__name__)
 
 
-def _names(values) -> dict:
+def names_schema(values) -> dict:
+    """A non-empty list of distinct names from ``values`` (a config key's schema)."""
     return {"type": "array", "items": {"enum": list(values)}, "minItems": 1, "uniqueItems": True}
 
 
-def _positive_int() -> dict:
+def positive_int_schema() -> dict:
+    """A positive integer (a config key's schema)."""
     return {"type": "integer", "minimum": 1}
 
 
 def _narrowing(priors: bool = True) -> dict:
     """A narrowing of the grid's axes (``prior_grid``'s per prior, without ``priors``;
     ``method_grid``'s per method; ``tuning.grid``): {axis: allowed values}."""
-    axes = {"datasets": _names(task_datasets()), "priors": _names(PRIORS),
-            "noise_modes": _names(NOISE_MODES), "coverages": _names(COVERAGES)}
+    axes = {"datasets": names_schema(task_datasets()), "priors": names_schema(PRIORS),
+            "noise_modes": names_schema(NOISE_MODES), "coverages": names_schema(COVERAGES)}
     if not priors:
         del axes["priors"]
     return {"type": "object", "additionalProperties": False, "properties": axes}
@@ -53,7 +55,7 @@ def _narrowing(priors: bool = True) -> dict:
 
 def _cost_entry() -> dict:
     number = {"type": "number", "minimum": 0}
-    values = {"threads": _positive_int(), "minutes": number, "minutes_per_size": number,
+    values = {"threads": positive_int_schema(), "minutes": number, "minutes_per_size": number,
               "mem_mb": number, "mem_mb_per_size": number, "power": number,
               "mem_power": number}
     # on a GPU: any of the values, laid over the entry, and where they come from (false: guesses)
@@ -75,8 +77,8 @@ def _cost_model_schema(methods: tuple[str, ...] = METHODS) -> dict:
         # a study's stages may go without: their declared cost applies (postrisk.grid.cost)
         "required": ["rows", "margin", "min_runtime", *BENCHMARK_STAGES, STUDIES_PAGE],
         "properties": {
-            "rows": _positive_int(), "margin": {"type": "number", "minimum": 1},
-            "min_runtime": _positive_int(), "job_minutes": {"type": "number", "minimum": 0},
+            "rows": positive_int_schema(), "margin": {"type": "number", "minimum": 1},
+            "min_runtime": positive_int_schema(), "job_minutes": {"type": "number", "minimum": 0},
             **{stage: ({"anyOf": [_cost_entry(), by_name]} if stage in per
                        else _cost_entry()) for stage in all_stages()},
         },
@@ -101,12 +103,12 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                      "hbart_prior", "bnn_prior", "posterior", "accelerator"],
         "properties": {
             "scale": {"enum": ["paper", "paper_slice", "demo", "smoke"]},
-            "datasets": _names(task_datasets()),
-            "ood_datasets": {**_names(registry()), "minItems": 0},
-            "priors": _names(PRIORS),
-            "noise_modes": _names(NOISE_MODES),
-            "coverages": _names(COVERAGES),
-            "methods": {**_names(methods), "minItems": 0},
+            "datasets": names_schema(task_datasets()),
+            "ood_datasets": {**names_schema(registry()), "minItems": 0},
+            "priors": names_schema(PRIORS),
+            "noise_modes": names_schema(NOISE_MODES),
+            "coverages": names_schema(COVERAGES),
+            "methods": {**names_schema(methods), "minItems": 0},
             # outside methods (module:Class), resolved: name -> location and search space
             "outside_methods": {
                 "type": "object",
@@ -122,16 +124,17 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
             "seeds": {
                 "type": "object", "additionalProperties": False,
                 "required": ["valid_per_cell", "candidates"],
-                "properties": {"valid_per_cell": _positive_int(), "candidates": _positive_int(),
+                "properties": {"valid_per_cell": positive_int_schema(),
+                               "candidates": positive_int_schema(),
                                "per_prior": {"type": "object",
-                                             "additionalProperties": _positive_int()}},
+                                             "additionalProperties": positive_int_schema()}},
             },
             "sizes": {
                 "type": "object", "additionalProperties": False,
                 "required": ["n_eval_cap"],
                 "properties": {
-                    "n_eval_cap": _positive_int(),
-                    "n_cap": {"anyOf": [{"type": "null"}, _positive_int()]},
+                    "n_eval_cap": positive_int_schema(),
+                    "n_cap": {"anyOf": [{"type": "null"}, positive_int_schema()]},
                 },
             },
             "noise_model": {
@@ -143,7 +146,7 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                 "properties": {
                     "prefer_offline_package": {"type": "boolean"},
                     "raw_dir": {"type": "string", "minLength": 1},
-                    "fetch_retries": _positive_int(),
+                    "fetch_retries": positive_int_schema(),
                     "fetch_timeout_s": {"type": "number", "exclusiveMinimum": 0},
                 },
             },
@@ -151,32 +154,34 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
             "local_guard": {
                 "type": "object", "additionalProperties": False,
                 "required": ["max_instances"],
-                "properties": {"max_instances": _positive_int()},
+                "properties": {"max_instances": positive_int_schema()},
             },
             "cost_model": _cost_model_schema(methods),
             "gp_prior": {
                 "type": "object", "additionalProperties": False,
                 "required": ["fit_rows", "fit_max_iter", "fit_restarts", "scale_draws"],
-                "properties": {"fit_rows": _positive_int(), "fit_max_iter": _positive_int(),
+                "properties": {"fit_rows": positive_int_schema(),
+                               "fit_max_iter": positive_int_schema(),
                                "fit_restarts": {"type": "integer", "minimum": 0},
-                               "scale_draws": _positive_int()},
+                               "scale_draws": positive_int_schema()},
             },
             "hbart_prior": {
                 "type": "object", "additionalProperties": False,
                 "required": ["num_trees", "max_depth", "base", "power", "n_cutpoints",
                              "scale_draws"],
-                "properties": {"num_trees": _positive_int(),
+                "properties": {"num_trees": positive_int_schema(),
                                "max_depth": {"type": "integer", "minimum": 2, "maximum": 10},
                                "base": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
                                "power": {"type": "number", "minimum": 0},
                                "n_cutpoints": {"type": "integer", "minimum": 1, "maximum": 255},
-                               "scale_draws": _positive_int()},
+                               "scale_draws": positive_int_schema()},
             },
             "bnn_prior": {
                 "type": "object", "additionalProperties": False,
                 "required": ["hidden", "reference_inputs", "scale_draws"],
-                "properties": {"hidden": _positive_int(), "reference_inputs": _positive_int(),
-                               "scale_draws": _positive_int()},
+                "properties": {"hidden": positive_int_schema(),
+                               "reference_inputs": positive_int_schema(),
+                               "scale_draws": positive_int_schema()},
             },
             "posterior": {
                 "type": "object", "additionalProperties": False,
@@ -189,15 +194,15 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                         "required": ["chains", "warmup", "draws_per_chain", "thin", "tempering"],
                         "properties": {
                             "chains": {"type": "integer", "minimum": 2},
-                            "warmup": _positive_int(),
+                            "warmup": positive_int_schema(),
                             "draws_per_chain": {"type": "integer", "minimum": 2},
-                            "thin": _positive_int(),
+                            "thin": positive_int_schema(),
                             "tempering": {
                                 "type": "object", "additionalProperties": False,
                                 "required": ["t0", "stages", "share"],
                                 "properties": {
                                     "t0": {"type": "number", "minimum": 1},
-                                    "stages": _positive_int(),
+                                    "stages": positive_int_schema(),
                                     "share": {"type": "number", "minimum": 0, "maximum": 1}},
                             },
                         },
@@ -208,11 +213,11 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                                      "max_tree_depth"],
                         "properties": {
                             "chains": {"type": "integer", "minimum": 2},
-                            "warmup": _positive_int(), "samples": {"type": "integer",
+                            "warmup": positive_int_schema(), "samples": {"type": "integer",
                                                                    "minimum": 4},
                             "target_accept": {"type": "number", "exclusiveMinimum": 0,
                                               "exclusiveMaximum": 1},
-                            "max_tree_depth": _positive_int(),
+                            "max_tree_depth": positive_int_schema(),
                             "chain_method": {"enum": ["parallel", "vectorized"]},
                         },
                     },
@@ -246,12 +251,13 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                 "type": "object", "additionalProperties": False,
                 "required": ["trials", "startup_trials", "validation_fraction"],
                 "properties": {
-                    "trials": _positive_int(),
-                    "startup_trials": _positive_int(),
+                    "trials": positive_int_schema(),
+                    "startup_trials": positive_int_schema(),
                     "validation_fraction": {"type": "number", "exclusiveMinimum": 0,
                                             "exclusiveMaximum": 1},
-                    "batch_size": _positive_int(),
-                    "methods": {"anyOf": [{"type": "null"}, {**_names(methods), "minItems": 0}]},
+                    "batch_size": positive_int_schema(),
+                    "methods": {"anyOf": [{"type": "null"},
+                                          {**names_schema(methods), "minItems": 0}]},
                     "grid": _narrowing(),
                 },
             },
@@ -260,7 +266,7 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                 "required": ["methods", "grid", "seeds", "data_fractions",
                              "label_noise_fractions", "runs", "correlation", "definition"],
                 "properties": {
-                    "methods": {**_names(methods), "minItems": 0},
+                    "methods": {**names_schema(methods), "minItems": 0},
                     "grid": _narrowing(),
                     "seeds": {"type": "array", "items": {"type": "integer", "minimum": 0},
                               "minItems": 1, "uniqueItems": True},
@@ -271,7 +277,7 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                                               "uniqueItems": True,
                                               "items": {"type": "number", "minimum": 0,
                                                         "maximum": 1}},
-                    "runs": _positive_int(),
+                    "runs": positive_int_schema(),
                     "correlation": {"enum": ["pearson", "spearman"]},
                     # the headline DE: correlation with the manipulated uncertainty per level
                     # ("level") or with the negated test score per run ("score")
@@ -291,11 +297,11 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                     "base_url": {"anyOf": [{"type": "null"},
                                            {"type": "string", "pattern": "^https?://"}]},
                     "download_dir": {"type": "string", "minLength": 1},
-                    "datasets": {"anyOf": [{"type": "null"}, _names(task_datasets())]},
-                    "priors": {"anyOf": [{"type": "null"}, _names(PRIORS)]},
-                    "max_bytes": _positive_int(),
-                    "max_files": _positive_int(),
-                    "retries": _positive_int(),
+                    "datasets": {"anyOf": [{"type": "null"}, names_schema(task_datasets())]},
+                    "priors": {"anyOf": [{"type": "null"}, names_schema(PRIORS)]},
+                    "max_bytes": positive_int_schema(),
+                    "max_files": positive_int_schema(),
+                    "retries": positive_int_schema(),
                     "timeout_s": {"type": "number", "exclusiveMinimum": 0},
                 },
             },

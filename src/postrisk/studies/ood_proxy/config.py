@@ -5,13 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from postrisk.covariates.registry import registry, task_datasets
+from postrisk.grid.config import names_schema, positive_int_schema
 from postrisk.grid.config_methods import ConfigError
 from postrisk.grid.vocabulary import COVERAGES, NOISE_MODES, PRIORS
-
-
-def _names(values) -> dict:
-    return {"type": "array", "items": {"enum": list(values)}, "minItems": 1,
-            "uniqueItems": True}
 
 
 def ood_proxy_schema(methods: tuple[str, ...]) -> dict:
@@ -26,12 +22,12 @@ def ood_proxy_schema(methods: tuple[str, ...]) -> dict:
         "properties": {
             "in_distribution": {"enum": task_datasets()},
             "ood": {"enum": [n for n, s in registry().items() if s.role == "ood"]},
-            "priors": _names(PRIORS),
+            "priors": names_schema(PRIORS),
             "noise": {"enum": list(NOISE_MODES)},
             "coverage": {"enum": list(COVERAGES)},
-            "seeds_per_prior": {"type": "integer", "minimum": 1},
+            "seeds_per_prior": positive_int_schema(),
             "n_query": {"type": "integer", "minimum": 10},
-            "methods": {"anyOf": [{"type": "null"}, _names(methods)]},
+            "methods": {"anyOf": [{"type": "null"}, names_schema(methods)]},
         },
     }
 

@@ -6,11 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from postrisk.grid.conditions import study_settings
+from postrisk.grid.config import positive_int_schema
 from postrisk.grid.config_methods import ConfigError
-
-
-def _positive_int() -> dict:
-    return {"type": "integer", "minimum": 1}
 
 
 def _section(**properties: dict) -> dict:
@@ -30,7 +27,8 @@ def sandbox_schema(methods: tuple[str, ...] = ()) -> dict:
                           width=positive),
         prior_sd=positive,
         noise=_section(low=positive, high=positive, centre={"type": "number"}, width=positive),
-        training=_section(n=_positive_int(), gap_centre={"type": "number"}, gap_width=positive,
+        training=_section(n=positive_int_schema(), gap_centre={"type": "number"},
+                          gap_width=positive,
                           gap_depth={"type": "number", "exclusiveMinimum": 0, "maximum": 1}),
         coverage={"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         lambdas={"type": "integer", "minimum": 2})

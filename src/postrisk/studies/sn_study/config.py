@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from postrisk.covariates.registry import task_datasets
 from postrisk.grid.conditions import study_settings
+from postrisk.grid.config import names_schema, positive_int_schema
 from postrisk.grid.config_methods import ConfigError
 from postrisk.grid.vocabulary import COVERAGES, NOISE_MODES, PRIORS
 
@@ -15,29 +16,20 @@ SN_METHODS: tuple[str, ...] = ("nn_lap", "nn_fsp", "nn_deup", "nn_edl", "nn_swag
                                "nn_ens", "nn_bag")
 
 
-def _names(values) -> dict:
-    return {"type": "array", "items": {"enum": list(values)}, "minItems": 1,
-            "uniqueItems": True}
-
-
-def _positive_int() -> dict:
-    return {"type": "integer", "minimum": 1}
-
-
 def sn_study_schema(methods: tuple[str, ...] = ()) -> dict:
     """Config ``studies.sn_study`` (docs/design.md, "Spectral normalisation"; ``run``: planned
     in ``all`` and ``studies``)."""
     range_ = {"type": "array", "minItems": 2, "maxItems": 2,
               "items": {"type": "number", "exclusiveMinimum": 0}}
     properties = dict(
-        run={"type": "boolean"}, methods=_names(SN_METHODS),
-        datasets={"anyOf": [{"type": "null"}, _names(task_datasets())]},
-        priors=_names(PRIORS), noise={"enum": list(NOISE_MODES)},
-        coverage={"enum": list(COVERAGES)}, seeds_per_condition=_positive_int(),
-        trials=_positive_int(), startup_trials={"type": "integer", "minimum": 0},
+        run={"type": "boolean"}, methods=names_schema(SN_METHODS),
+        datasets={"anyOf": [{"type": "null"}, names_schema(task_datasets())]},
+        priors=names_schema(PRIORS), noise={"enum": list(NOISE_MODES)},
+        coverage={"enum": list(COVERAGES)}, seeds_per_condition=positive_int_schema(),
+        trials=positive_int_schema(), startup_trials={"type": "integer", "minimum": 0},
         sn_coeff=range_, weight_decay=range_,
         max_preservation_points={"type": "integer", "minimum": 10},
-        min_instances=_positive_int(), bootstrap=_positive_int())
+        min_instances=positive_int_schema(), bootstrap=positive_int_schema())
     return {"type": "object", "additionalProperties": False, "required": list(properties),
             "properties": properties}
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from postrisk.covariates.registry import task_datasets
 from postrisk.grid.conditions import study_settings
+from postrisk.grid.config import names_schema
 from postrisk.grid.paths import path
 from postrisk.grid.seeds import SeedPolicy
 from postrisk.grid.units import _InstanceUnit, _key_wildcards, _posterior_keys
@@ -27,8 +28,7 @@ def warmup_check_schema(methods: tuple[str, ...]) -> dict:
         "required": ["prior", "datasets", "factors"],
         "properties": {
             "prior": {"enum": ["hbart", "bnn"]},
-            "datasets": {"type": "array", "items": {"enum": list(task_datasets())},
-                         "minItems": 0, "uniqueItems": True},
+            "datasets": {**names_schema(task_datasets()), "minItems": 0},
             "factors": {"type": "array", "minItems": 1, "uniqueItems": True,
                         "items": {"type": "integer", "minimum": 1}},
         },
