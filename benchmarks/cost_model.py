@@ -80,7 +80,7 @@ UNIT_TRIALS = 30  # and UNIT_FITS fits (cost_anchors)
 @functools.cache
 def _config(dataset: str) -> dict:
     """config.yaml narrowed to one cell of ``dataset`` and one seed (its settings untouched)."""
-    from postrisk.grid import deep_merge, read_layers, validate_config
+    from postrisk.grid.config import deep_merge, read_layers, validate_config
 
     layers = [*read_layers(REPO / "config.yaml"),
               {"datasets": [dataset], "ood_datasets": [], "noise_modes": ["smooth_monotone"],
@@ -93,7 +93,7 @@ def _config(dataset: str) -> dict:
 
 
 def _units(cfg: dict, stage: str) -> list:
-    from postrisk.grid import Planner
+    from postrisk.planning.planner import Planner
 
     return Planner(cfg).units[stage]
 
@@ -247,7 +247,7 @@ SETUP = ("covariates", "prior", "sample")
 
 def _plan(sizes: list[str], only: list[str]) -> list[tuple[str, str, str | None]]:
     """(dataset, stage, name) in order: each size's set-up, then stage by stage over sizes."""
-    from postrisk.grid import read_layers
+    from postrisk.grid.config import read_layers
 
     methods = read_layers(REPO / "config.yaml")[0]["methods"]
     setup = [("covariates", None), *(("prior", p) for p in PRIORS),
@@ -261,7 +261,7 @@ def _plan(sizes: list[str], only: list[str]) -> list[tuple[str, str, str | None]
 
 def measure(args: argparse.Namespace) -> int:
     from postrisk.covariates.registry import registry
-    from postrisk.grid.cost import unit_rows
+    from postrisk.planning.cost import unit_rows
 
     out = Path(args.out)
     done = {(r["dataset"], r["stage"], r["name"]) for r in read_points(out)}

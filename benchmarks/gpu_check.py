@@ -117,8 +117,10 @@ def git_tree(out: Path) -> int:
 def build_stores(layers: list[str], out: Path) -> tuple[dict, dict]:
     """The merged config (config.yaml, offline Concrete, ``layers``) and each instance's manifest
     entry, its sample store built anew by the workflow's steps under ``out/results``."""
-    from postrisk.grid import deep_merge, path, read_layers, training_size, validate_config
-    from postrisk.grid.cost import cost_entry
+    from postrisk.grid.config import deep_merge, read_layers, validate_config
+    from postrisk.grid.paths import path
+    from postrisk.planning.conditions import training_size
+    from postrisk.planning.cost import cost_entry
     from postrisk.tasks.key import TaskKey, config_digest
     from postrisk.workflow.steps import fit_prior, make_covariates, make_sample
 
@@ -148,7 +150,7 @@ def cpu_reference(results: Path | None, cfg: dict, instances: dict, out: Path) -
     """This machine's seconds per posterior job: column ``s`` of the Snakemake benchmark file of
     each instance's job in a finished run's ``results`` (its sample: the bundle's settings?)."""
     from postrisk.core.io import open_zarr
-    from postrisk.grid import RESULTS, benchmark_path, path
+    from postrisk.grid.paths import RESULTS, benchmark_path, path
     from postrisk.tasks.key import TaskKey
 
     ref: dict = {"results": str(results) if results else None, "cpu_count": os.cpu_count(),

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from postrisk.grid import Planner
-from postrisk.grid.cost import unit_rows
 from postrisk.grid.paths import RESULTS
+from postrisk.planning.cost import unit_rows
+from postrisk.planning.planner import Planner
 
 
 def machine() -> str:

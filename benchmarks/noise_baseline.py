@@ -61,9 +61,9 @@ from postrisk.evaluation.paper import TRUTH_COUPLING_GROUPS, paper_value, truth_
 from postrisk.evaluation.reference_rows import knn_prediction
 from postrisk.gp.exact import posterior_moments
 from postrisk.gp.kernels import Kernel
-from postrisk.grid import COVERAGES, NOISE_MODES
-from postrisk.grid.conditions import training_size
 from postrisk.grid.config import default_config_path
+from postrisk.grid.vocabulary import COVERAGES, NOISE_MODES
+from postrisk.planning.conditions import training_size
 from postrisk.tasks.generate import TaskKey, build_sample
 from postrisk.tasks.oracle import posterior_excess_risk
 from postrisk.workflow.steps import fit_prior

@@ -33,8 +33,8 @@ import pandas as pd
 
 from postrisk.evaluation.paper import paper_numbers, paper_value
 from postrisk.evaluation.posterior_checks import mean_t_interval, table3
-from postrisk.grid.seeds import selection_file
 from postrisk.methods.registry import display_name
+from postrisk.planning.seeds import selection_file
 from postrisk.report.checks import collect_checks
 
 CELL = ("concrete", "smooth_monotone", "balanced")

@@ -172,8 +172,8 @@ def run(args: argparse.Namespace) -> None:
 
 
 def run_replicates(args: argparse.Namespace) -> None:
-    from postrisk.grid.conditions import training_size
     from postrisk.grid.config import read_config
+    from postrisk.planning.conditions import training_size
     from postrisk.tasks.generate import TaskKey, build_sample, build_task
 
     cfg = read_config(*SETTINGS_LAYERS[args.settings], base=REPO / "config.yaml")

@@ -13,13 +13,24 @@ from postrisk.workflow.session import export_outside_methods, prepare_imports
 
 prepare_imports(workflow.basedir)
 
-from postrisk import grid
 # The store schema versions are params of the jobs that write stores, so a store written by
 # another version of the code is rebuilt by the next run (a job whose params changed reruns).
 from postrisk.core.io import digest
 from postrisk.covariates import COVARIATES_SCHEMA_VERSION
 from postrisk.covariates.registry import registry as dataset_registry
-from postrisk.grid import artefact, path
+from postrisk.grid import artefacts
+from postrisk.grid import study as study_registry
+from postrisk.grid.artefact import figure_files
+from postrisk.grid.artefacts import artefact
+from postrisk.grid.config import ConfigError, read_layers, validate_config
+from postrisk.grid.paths import log_path, path
+from postrisk.grid.stages import stages, unit_keys
+from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
+from postrisk.planning import cost
+from postrisk.planning.plan import guard_message
+from postrisk.planning.planner import Planner
+from postrisk.planning.seeds import known_selections
+from postrisk.planning.units import covariates_unit
 from postrisk.release import MANIFEST
 from postrisk.tasks import TASK_SCHEMA_VERSION
 from postrisk.workflow import rule_settings, slurm
@@ -27,12 +38,12 @@ from postrisk.workflow.rule_settings import inputs_of, jobs_of, resources_of, th
 
 # The files the configuration was merged from (config.yaml, then each --configfile): entries
 # for outside methods that a later file's `methods` dropped are ignored, not typos.
-_layers = grid.read_layers(
+_layers = read_layers(
     Path(workflow.basedir) / "config.yaml", *workflow.overwrite_configfiles
 )
 try:
-    _validated = grid.validate_config(config, _layers)
-except grid.ConfigError as err:
+    _validated = validate_config(config, _layers)
+except ConfigError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 config.clear()
 config.update(_validated)
@@ -65,14 +76,14 @@ onstart:
         raise WorkflowError(stop)
 
 
-# The planner (postrisk.grid.planner): the conditions, the seed policy, every stage's units of
+# The planner (postrisk.planning.planner): the conditions, the seed policy, every stage's units of
 # work, the rules and jobs that run them, and the catalogue's files, computed once. Batchable
 # stages (sample, posterior, fit) get one rule per output shape; the others one rule each. The
 # seed selections an earlier invocation wrote (rule seed_selections) restrict the GP and HBART
 # posteriors to the valid seeds.
-PLANNER = grid.Planner(config, grid.known_selections(config))
-GROUPED = {stage: PLANNER.stage_rules(stage) for stage in grid.unit_keys()}
-SIMPLE = {stage: PLANNER.rule(stage) for stage in grid.stages() if stage not in GROUPED}
+PLANNER = Planner(config, known_selections(config))
+GROUPED = {stage: PLANNER.stage_rules(stage) for stage in unit_keys()}
+SIMPLE = {stage: PLANNER.rule(stage) for stage in stages() if stage not in GROUPED}
 # The job table lives as long as the run: keep its objects out of the garbage collector's scans
 # (on the full grid they would be rescanned at every full collection while Snakemake builds the
 # DAG).
@@ -81,11 +92,11 @@ gc.freeze()
 
 wildcard_constraints:
     dataset="|".join(dataset_registry()),
-    prior="|".join(grid.PRIORS),
-    noise="|".join(grid.NOISE_MODES),
-    coverage="|".join(grid.COVERAGES),
+    prior="|".join(PRIORS),
+    noise="|".join(NOISE_MODES),
+    coverage="|".join(COVERAGES),
     seed=r"\d+",
-    method="|".join([*grid.METHODS, *config.get("outside_methods", {})]),
+    method="|".join([*METHODS, *config.get("outside_methods", {})]),
 
 
 def env(family):
@@ -120,24 +131,24 @@ def companion_files(*idents):
 
 def stage_tables(stage):
     """The ids of a catalogue stage's tables, in catalogue order."""
-    return [a.id for a in grid.stage_artefacts(stage, kind="table")]
+    return [a.id for a in artefacts.stage_artefacts(stage, kind="table")]
 
 
 #: The figure stage's output pattern and figures (one job each).
-FIGURE_PNG = grid.artefacts.figure_pattern()
-FIGURES = grid.artefacts.figure_ids()
+FIGURE_PNG = artefacts.figure_pattern()
+FIGURES = artefacts.figure_ids()
 
 
 def figure_tables(wildcards):
     """The tables one figure reads, by id."""
     reads = artefact(wildcards.name).reads
-    return {r: path_of(r) for r in reads if r != grid.artefacts.CONDITION_SCORES}
+    return {r: path_of(r) for r in reads if r != artefacts.CONDITION_SCORES}
 
 
 def figure_scores(wildcards):
     """Every condition's score table, where the figure draws from them."""
     reads = artefact(wildcards.name).reads
-    return PLANNER.score_tables() if grid.artefacts.CONDITION_SCORES in reads else []
+    return PLANNER.score_tables() if artefacts.CONDITION_SCORES in reads else []
 
 
 #: What a release holds: the datasets and (dataset, prior) pairs of the implemented conditions,
@@ -145,7 +156,7 @@ def figure_scores(wildcards):
 #: checkout (named like their release files).
 RELEASE_DATASETS = PLANNER.artefact_values()["dataset"]
 RELEASE_PAIRS = PLANNER.artefact_values()["dataset,prior"]
-RELEASE_FILES = [a.id for a in grid.stage_artefacts("release") if a.id != "release_manifest"]
+RELEASE_FILES = [a.id for a in artefacts.stage_artefacts("release") if a.id != "release_manifest"]
 RELEASE_DOCUMENTS = [artefact(i).file for i in ("release_data_card", "release_citation")]
 
 
@@ -164,7 +175,7 @@ def all_disentanglement_runs(wildcards=None):
 
 def scaling_reference_input(wildcards):
     """Red Wine is scaled with White Wine's constants: its store is an input."""
-    ref = grid.covariates_unit(wildcards.dataset).reference
+    ref = covariates_unit(wildcards.dataset).reference
     return {"reference": ref} if ref else {}
 
 
@@ -173,21 +184,21 @@ def summary_threads(rule):
     on request) the cost model's."""
     if rule.jobs:
         return threads_of(rule)
-    return grid.cost.stage_resources(config, rule.stage).threads
+    return cost.stage_resources(config, rule.stage).threads
 
 
 def summary_resources(rule):
     """A study summary's resources, as :func:`summary_threads`."""
     if rule.jobs:
         return resources_of(rule)
-    res = grid.cost.stage_resources(config, rule.stage)
+    res = cost.stage_resources(config, rule.stage)
     return {"runtime": res.runtime, "mem_mb": res.mem_mb, "gpu": 0}
 
 
 def all_targets(wildcards):
     """Everything the configuration asks for; stops a plain local run of a large grid."""
     if workflow.local_exec and not workflow.dryrun:
-        message = grid.guard_message(config, PLANNER)
+        message = guard_message(config, PLANNER)
         if message:
             raise WorkflowError(message)
     targets = [path("covariates", dataset=d) for d in PLANNER.covariate_datasets]

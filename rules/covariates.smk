@@ -32,13 +32,13 @@ rule verify_covariates:
     params:
         fetch=config["covariates"],
     log:
-        grid.log_path("verify_covariates", ("dataset",)),
+        log_path("verify_covariates", ("dataset",)),
     conda:
         env("core")
     threads: 1
     resources:
-        runtime=lambda w: grid.cost.verify_resources(config, w.dataset).runtime,
-        mem_mb=lambda w: grid.cost.verify_resources(config, w.dataset).mem_mb,
+        runtime=lambda w: cost.verify_resources(config, w.dataset).runtime,
+        mem_mb=lambda w: cost.verify_resources(config, w.dataset).mem_mb,
         gpu=0,
     localrule: True
     script:

@@ -24,7 +24,7 @@ rule release:
         scale=config["scale"],
         config_digest=digest(config),
     log:
-        grid.log_path("release"),
+        log_path("release"),
     conda:
         env("core")
     threads: 1
@@ -42,7 +42,7 @@ rule download:
     params:
         settings=config["release"],
     log:
-        grid.log_path("download"),
+        log_path("download"),
     conda:
         env("core")
     threads: 1

@@ -33,10 +33,10 @@ rule tables:
 rule figure:
     input:
         unpack(figure_tables),
-        **{grid.artefacts.CONDITION_SCORES: figure_scores},
+        **{artefacts.CONDITION_SCORES: figure_scores},
     output:
         png=FIGURE_PNG,
-        companions=grid.figure_files(FIGURE_PNG)[1:],
+        companions=figure_files(FIGURE_PNG)[1:],
     params:
         figure=lambda wildcards: wildcards.name,
         scale=config["scale"],

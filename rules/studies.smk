@@ -6,7 +6,7 @@
 # one rule per output shape), then its summary, named like the study.
 
 
-for _stage in grid.study.unit_stages().values():
+for _stage in study_registry.unit_stages().values():
     for _rule in GROUPED[_stage.name]:
 
         rule:
@@ -41,7 +41,7 @@ for _stage in grid.study.unit_stages().values():
 # A study's summary: its tables and figures in one job. A study that does not run in this
 # configuration keeps its rule (`snakemake sandbox` builds the sandbox either way): its
 # resources then come from the cost model, not from a planned job.
-for _study in grid.studies():
+for _study in study_registry.studies():
     _summary = SIMPLE[_study.name]
     _inputs = PLANNER.study_inputs(_study.name)
     _ids = [a.id for a in _study.catalogue]

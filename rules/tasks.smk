@@ -1,7 +1,7 @@
 # Task instances (docs/design.md, "Task instances"): per instance the sample (what methods
 # see) and the reference posterior (the task store). Sample and posterior jobs run the
 # instances of one job (config `group_by`) in one process; a stage has one rule per output
-# shape (postrisk.grid.jobs), all of the same form.
+# shape (postrisk.planning.jobs), all of the same form.
 
 
 for _rule in GROUPED["sample"]:

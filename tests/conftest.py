@@ -17,6 +17,14 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.fixture
+def paper(repo):
+    """The paper's configuration (the checkout's config.yaml, over the fitted cost model)."""
+    from postrisk.grid.config import load_config
+
+    return load_config(repo / "config.yaml")
+
+
 @pytest.fixture(scope="session")
 def offline_covariates():
     """Covariate datasets of the three offline datasets, built once per session."""

@@ -54,7 +54,7 @@ def _one_line_errors(command):
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         from postrisk.core.download import DownloadError
-        from postrisk.grid import ConfigError
+        from postrisk.grid.config import ConfigError
         from postrisk.methods.outside import OutsideImportError
         from postrisk.methods.registry import MethodError, MissingExtra
         from postrisk.release.download import ReleaseURLMissing
@@ -93,11 +93,12 @@ ConfigFiles = Annotated[list[Path] | None, typer.Option(
 
 
 def _config(configfiles: list[Path] | None = None) -> dict:
-    """The configuration of a command: ``grid.read_config`` (./config.yaml if there is one,
-    else the packaged defaults, with the files merged over it), validated."""
-    from postrisk import grid
+    """The configuration of a command: ``postrisk.grid.config.read_config`` (the fitted cost
+    model, then ./config.yaml if there is one, else the packaged defaults, with the files merged
+    over it), validated."""
+    from postrisk.grid.config import read_config
 
-    return grid.read_config(*(configfiles or []))
+    return read_config(*(configfiles or []))
 
 
 # -- the workflow -------------------------------------------------------------------------------
@@ -150,12 +151,12 @@ def plan(configfiles: Annotated[list[Path] | None, typer.Argument(
     the README runs it, the BNN-first pass then the rest. The config files named are merged
     over config.yaml, not used instead of it (a file setting one key keeps every other key of
     config.yaml)."""
-    from postrisk import grid
     from postrisk.evaluation.paper import reported_fit_hours
+    from postrisk.planning.plan import plan_report
 
     cfg = _config(configfiles)
-    typer.echo(grid.plan_report(cfg, paper_fit_hours=reported_fit_hours(),
-                                bnn_first=not single_pass))
+    typer.echo(plan_report(cfg, paper_fit_hours=reported_fit_hours(),
+                           bnn_first=not single_pass))
     return 0
 
 
@@ -165,9 +166,9 @@ def outputs(configfile: ConfigFiles = None,
             studies: Annotated[bool, typer.Option(
                 "--studies", help="the studies' outputs and page instead")] = False) -> int:
     """Where the outputs of a configuration are, with their headline facts."""
-    from postrisk import grid
+    from postrisk.planning.plan import output_lines, study_output_lines
 
-    lines = grid.study_output_lines if studies else grid.output_lines
+    lines = study_output_lines if studies else output_lines
     for line in lines(_config(configfile), results):
         typer.echo(line)
     return 0
@@ -245,7 +246,6 @@ def covariates(dataset: Annotated[str, typer.Argument(help="registry name")],
                )] = False,
                raw_dir: RawDir = None, configfile: ConfigFiles = None) -> int:
     """Build one dataset's covariate store."""
-    from postrisk import grid
     from postrisk.covariates import get_dataset
     from postrisk.covariates.build import make_covariate_store
 
@@ -254,7 +254,9 @@ def covariates(dataset: Annotated[str, typer.Argument(help="registry name")],
     if spec.scaling_reference and not reference:
         return _fail(f"{spec.name} is scaled with {spec.scaling_reference}'s constants; "
                      "pass --reference PATH to its covariate store", BAD_CONFIG)
-    out = out or Path(grid.path("covariates", dataset=spec.name))
+    from postrisk.grid.paths import path
+
+    out = out or Path(path("covariates", dataset=spec.name))
     make_covariate_store(spec.name, cfg["covariates"], n_eval_cap or cfg["sizes"]["n_eval_cap"],
                          out, reference if spec.scaling_reference else None, raw_dir=raw_dir,
                          prefer_offline_package=offline_package or None)

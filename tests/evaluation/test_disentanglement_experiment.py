@@ -10,9 +10,8 @@ import pytest
 
 from postrisk.evaluation import disentanglement_experiment as dx
 from postrisk.evaluation.disentanglement import disentanglement_correlations
-from postrisk.grid import load_config
 from postrisk.grid.artefacts import artefact
-from postrisk.grid.config import ConfigError, validate_config
+from postrisk.grid.config import ConfigError, load_config, validate_config
 from postrisk.methods.runner import run_fit
 from postrisk.report.table_builders import TableInputs
 from postrisk.report.table_builders import disentanglement as de_table

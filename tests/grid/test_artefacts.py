@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from postrisk import grid
 from postrisk.grid.artefacts import (
     CONDITION_SCORES,
+    ArtefactFile,
     artefact,
     catalogue,
     figure_files,
@@ -21,6 +21,8 @@ from postrisk.grid.artefacts import (
     stage_artefacts,
     study_artefact_stages,
 )
+from postrisk.grid.config import deep_merge, load_config, validate_config
+from postrisk.planning.planner import Planner
 
 
 def test_every_entry_names_a_builder_that_exists():
@@ -59,14 +61,14 @@ def test_unknown_ids_and_stages_are_named_errors():
 
 
 def _config(**over):
-    cfg = grid.load_config("config.yaml")
-    cfg = grid.deep_merge(cfg, {"datasets": ["concrete", "diamonds"], "priors": ["gp", "hbart"],
+    cfg = load_config("config.yaml")
+    cfg = deep_merge(cfg, {"datasets": ["concrete", "diamonds"], "priors": ["gp", "hbart"],
                                 **over})
-    return grid.validate_config(cfg)
+    return validate_config(cfg)
 
 
 def test_the_planner_expands_entries_over_the_configuration():
-    planner = grid.Planner(_config())
+    planner = Planner(_config())
     pairs = sorted({(c.dataset, c.prior) for c in planner.conditions})
     assert planner.artefact_files("rank_histograms_prior") == [
         f for p in planner.priors for f in figure_files(f"results/figures/rank_histograms_{p}.png")]
@@ -118,7 +120,7 @@ def test_the_report_and_the_tables_page_follow_the_catalogue(tmp_path):
     pd.DataFrame({"scale": ["demo"], "prior": ["gp"]}).to_csv(table3, index=False)
     (tmp_path / "deviations.md").write_text("# none\n")
     located = {"table3": table3, **paths, "fig2_mean_rho": png}
-    contents = [grid.artefacts.ArtefactFile(a, str(located[a.id])) for a in catalogue()
+    contents = [ArtefactFile(a, str(located[a.id])) for a in catalogue()
                 if a.shown and a.id in located]
     manifest = write_report_page(tmp_path / "report/index.html", tmp_path / "report/m.json",
                                  contents, "demo", {"scale": "demo"}, tmp_path / "deviations.md",

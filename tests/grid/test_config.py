@@ -3,15 +3,9 @@ to read it (./config.yaml, else the packaged defaults)."""
 import pytest
 import yaml
 
-from postrisk.grid import (
-    ConfigError,
-    covariate_datasets,
-    guard_message,
-    load_config,
-    n_instances,
-    plan,
-    validate_config,
-)
+from postrisk.grid.config import ConfigError, load_config, validate_config
+from postrisk.planning.conditions import covariate_datasets
+from postrisk.planning.plan import guard_message, n_instances, plan
 
 
 def test_paper_config_is_the_full_grid(paper):
@@ -88,7 +82,7 @@ def test_presets_merge_and_validate(repo, tmp_path):
 
 
 def test_tuning_grid_narrows_the_tuned_conditions(paper):
-    from postrisk.grid import is_tuned, tuned_methods
+    from postrisk.planning.conditions import is_tuned, tuned_methods
 
     cond = ("concrete", "gp", "bump", "ood")
     from postrisk.methods.table import METHOD_ENTRIES
@@ -115,7 +109,7 @@ def test_guard_stops_full_grid_unless_confirmed(paper):
 
 
 def test_prior_grid_narrows_a_family_and_rejects_values_outside_the_grid(paper):
-    from postrisk.grid import conditions
+    from postrisk.planning.conditions import conditions
 
     narrowed = validate_config(dict(paper, prior_grid={
         "bnn": {"datasets": ["concrete"], "noise_modes": ["homoscedastic", "bump"]}}))
@@ -130,13 +124,13 @@ def test_prior_grid_narrows_a_family_and_rejects_values_outside_the_grid(paper):
 
 
 def test_method_grid_narrows_a_method_and_its_jobs(paper):
-    from postrisk.grid import (
-        Planner,
+    from postrisk.planning.conditions import (
         condition_methods,
         fits_method,
         implemented_conditions,
         is_tuned,
     )
+    from postrisk.planning.planner import Planner
 
     cfg = validate_config(dict(paper, datasets=["concrete", "diamonds"], priors=["gp"],
                                methods=["blr", "gp"], method_grid={
@@ -197,7 +191,8 @@ def test_narrowing_a_presets_methods_ignores_their_entries_with_one_warning(repo
     """A file over a preset that lists fewer methods: the preset's entries for the methods it
     dropped (paper methods and outside methods, in all five sections) are ignored, with one
     warning naming them, instead of failing (and instead of copying the whole preset)."""
-    from postrisk.grid import deep_merge, read_layers, tuned_methods
+    from postrisk.grid.config import deep_merge, read_layers
+    from postrisk.planning.conditions import tuned_methods
 
     preset = _method_preset(tmp_path)
     narrow = _write(tmp_path / "narrow.yaml", {"methods": ["blr", "gp"]})
@@ -251,7 +246,7 @@ def test_a_misspelled_method_entry_still_fails(repo, tmp_path, section, value, m
 def test_a_null_clears_a_presets_section(repo, tmp_path):
     """`method_grid: null` (likewise method_settings, method_search_spaces, prior_grid) over a
     preset clears the preset's section; an empty mapping merges and clears nothing."""
-    from postrisk.grid import n_instances
+    from postrisk.planning.plan import n_instances
 
     preset = _method_preset(tmp_path, prior_grid={"hbart": {"datasets": ["concrete"]}})
     kept = load_config(repo / "config.yaml", preset, _write(
@@ -272,8 +267,8 @@ def test_narrowing_the_demo_preset_to_two_of_its_methods(repo, tmp_path, caplog)
     """The shipped demo preset narrowed by a one-line file to two of its methods: the
     configuration validates and plans; each entry the demo has for another method is named in
     the one warning (slow: it imports the demo's outside methods)."""
-    from postrisk.grid import Planner
     from postrisk.methods.outside import is_location
+    from postrisk.planning.planner import Planner
 
     demo = repo / "presets" / "demo.yaml"
     full = load_config(repo / "config.yaml", demo)
@@ -327,13 +322,13 @@ def elsewhere(tmp_path, monkeypatch):
 
 
 def test_packaged_defaults_are_the_checkouts_config(repo):
-    from postrisk.grid import default_config_path
+    from postrisk.grid.config import default_config_path
 
     assert default_config_path().read_text() == (repo / "config.yaml").read_text()
 
 
 def test_read_config_uses_the_working_directorys_config(own_checkout, paper):
-    from postrisk.grid import read_config
+    from postrisk.grid.config import read_config
 
     cfg = read_config()
     assert cfg["local_guard"]["max_instances"] == 7
@@ -341,7 +336,7 @@ def test_read_config_uses_the_working_directorys_config(own_checkout, paper):
 
 
 def test_read_config_without_one_uses_the_packaged_defaults(elsewhere, paper):
-    from postrisk.grid import read_config
+    from postrisk.grid.config import read_config
 
     assert not (elsewhere / "config.yaml").exists()
     assert read_config() == paper
@@ -349,7 +344,7 @@ def test_read_config_without_one_uses_the_packaged_defaults(elsewhere, paper):
 
 @pytest.mark.parametrize("where", ["own_checkout", "elsewhere"])
 def test_configfiles_merge_over_the_base(where, request, paper, tmp_path):
-    from postrisk.grid import read_config
+    from postrisk.grid.config import read_config
 
     request.getfixturevalue(where)
     first = _write(tmp_path / "first.yaml", {"tuning": {"trials": 6}, "scale": "demo"})
@@ -369,7 +364,8 @@ def test_cli_plan_merges_its_files_over_config_yaml(where, request, tmp_path, ca
     key alone is not a whole configuration)."""
     from postrisk.cli import main
     from postrisk.evaluation.paper import reported_fit_hours
-    from postrisk.grid import plan_report, read_config
+    from postrisk.grid.config import read_config
+    from postrisk.planning.plan import plan_report
 
     hours = reported_fit_hours()
     assert hours == {"final fits": 2850.0, "sweeps": 3150.0}  # App. C

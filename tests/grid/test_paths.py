@@ -3,8 +3,8 @@ import pytest
 
 
 def test_paths_come_from_one_template_per_kind():
-    from postrisk.grid import Condition, path
-    from postrisk.grid.paths import condition_path
+    from postrisk.grid.paths import condition_path, path
+    from postrisk.planning.conditions import Condition
     from postrisk.tasks.key import KEY_COLUMNS, TaskKey
 
     cond = Condition("concrete", "gp", "bump", "ood")

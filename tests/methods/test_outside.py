@@ -12,8 +12,7 @@ from postrisk.cli import main
 from postrisk.core.io import write_zarr_atomic
 from postrisk.evaluation.evaluate import InvalidPrediction, evaluate
 from postrisk.evaluation.scoring import SCORE_COLUMNS, score_prediction
-from postrisk.grid import ConfigError, load_config, validate_config
-from postrisk.grid.conditions import implemented_methods, tuned_methods
+from postrisk.grid.config import ConfigError, load_config, validate_config
 from postrisk.methods.interface import Prediction, UncertaintyMethod
 from postrisk.methods.outside import (
     OutsideImportError,
@@ -25,6 +24,7 @@ from postrisk.methods.outside import (
 )
 from postrisk.methods.registry import display_name, get_method, register_outside
 from postrisk.methods.runner import run_fit
+from postrisk.planning.conditions import implemented_methods, tuned_methods
 from tests.task_helpers import gp_task
 
 EXAMPLE = "examples.knn_uncertainty:KNNUncertainty"

@@ -255,7 +255,7 @@ def test_cli_download(release, tmp_path, capsys):
 
 
 def test_release_config_is_validated():
-    from postrisk.grid import ConfigError, default_config_path, load_config, validate_config
+    from postrisk.grid.config import ConfigError, default_config_path, load_config, validate_config
 
     cfg = load_config("config.yaml")
     assert cfg["release"]["base_url"] is None and cfg["release"]["max_bytes"] == 50_000_000_000

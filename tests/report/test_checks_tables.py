@@ -168,11 +168,11 @@ def test_table4_refuses_task_stores_that_disagree(tmp_path, offline_covariates):
 
 
 def test_table4_is_in_the_report_after_table3(tmp_path):
-    from postrisk import grid
-    from postrisk.grid.artefacts import artefact, catalogue
+    from postrisk.grid.artefacts import ArtefactFile, artefact, catalogue
+    from postrisk.planning.planner import Planner
     from postrisk.report.scores import write_report_page
 
-    planner = grid.Planner.from_files(REPO / "config.yaml", REPO / "presets/demo.yaml")
+    planner = Planner.from_files(REPO / "config.yaml", REPO / "presets/demo.yaml")
     tables = [i for i in planner.report_contents() if i.entry.kind == "table"]
     assert [i.entry.id for i in tables[:2]] == ["table3", "table4"]
     assert planner.artefact_files("table4") == ["results/checks/table4.csv"]
@@ -183,7 +183,7 @@ def test_table4_is_in_the_report_after_table3(tmp_path):
     pd.DataFrame({"scale": ["demo"], "prior": ["gp"]}).to_csv(t3, index=False)
     table4({"concrete": {"d": 8, "kernel": "rq + linear"}}, "demo").to_csv(t4, index=False)
     (tmp_path / "deviations.md").write_text("# none\n")
-    contents = [grid.artefacts.ArtefactFile(artefact(i), str(p))
+    contents = [ArtefactFile(artefact(i), str(p))
                 for i, p in (("table3", t3), ("table4", t4))]
     manifest = write_report_page(tmp_path / "report/index.html", tmp_path / "report/m.json",
                                  contents, "demo", {"scale": "demo"}, tmp_path / "deviations.md",

@@ -5,8 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from postrisk.grid import Planner, load_config
 from postrisk.grid.artefacts import stage_artefacts
+from postrisk.grid.config import load_config
+from postrisk.planning.planner import Planner
 from postrisk.studies.sandbox.tables import write_sandbox
 from tests.workflow_helpers import REPO
 

@@ -7,8 +7,10 @@ import pytest
 import yaml
 
 from postrisk.core.io import open_zarr
-from postrisk.grid import ConfigError, Planner, load_config, path
-from postrisk.grid.cost import cost_entry
+from postrisk.grid.config import ConfigError, load_config
+from postrisk.grid.paths import path
+from postrisk.planning.cost import cost_entry
+from postrisk.planning.planner import Planner
 from postrisk.tasks.store import validate_store
 from tests.workflow_helpers import REPO, snakemake
 

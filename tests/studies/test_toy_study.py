@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from postrisk.covariates.build import load_covariates
-from postrisk.grid import ConfigError, Planner, load_config
+from postrisk.grid.config import ConfigError, load_config
 from postrisk.grid.study import Study, StudyError, UnitStage, register, studies, unregister
+from postrisk.planning.planner import Planner
 from tests.workflow_helpers import REPO, snakemake
 
 #: A small config of its own: one dataset (the offline copy), no method, every other study off.

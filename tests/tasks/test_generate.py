@@ -253,7 +253,7 @@ def test_provenance_of_the_gp_factors_and_the_config_digests(concrete, gp_params
 
 
 def test_config_digest_of_a_sample_covers_sizes_and_its_prior_section(repo):
-    from postrisk.grid import deep_merge, load_config
+    from postrisk.grid.config import deep_merge, load_config
     from postrisk.tasks.key import config_digest
 
     cfg = load_config(repo / "config.yaml")

@@ -4,7 +4,7 @@ from scipy import integrate, stats
 from scipy.special import ndtri
 
 from postrisk.covariates import get_dataset
-from postrisk.grid import NOISE_MODES
+from postrisk.grid.vocabulary import NOISE_MODES
 from postrisk.tasks.noise import SHAPES, fit_noise_model, rank_gaussianise
 from tests.conftest import OFFLINE_DATASETS
 

@@ -22,9 +22,9 @@ from noise_baseline import (  # noqa: E402
     instance_rhos,
 )
 from postrisk.evaluation.paper import truth_coupling  # noqa: E402
-from postrisk.grid import COVERAGES  # noqa: E402
-from postrisk.grid.conditions import training_size  # noqa: E402
 from postrisk.grid.config import read_config  # noqa: E402
+from postrisk.grid.vocabulary import COVERAGES  # noqa: E402
+from postrisk.planning.conditions import training_size  # noqa: E402
 from postrisk.tasks.key import TaskKey  # noqa: E402
 from postrisk.tasks.noise import NOISE_STRENGTH  # noqa: E402
 

@@ -51,8 +51,8 @@ def test_the_strength_is_a_config_key_inside_the_sample_digest(tmp_path):
     rebuilds the samples, and with them everything downstream)."""
     import yaml
 
-    from postrisk.grid import Planner
     from postrisk.grid.config import default_config_path
+    from postrisk.planning.planner import Planner
     from postrisk.tasks.key import config_digest
 
     base = yaml.safe_load(default_config_path().read_text())

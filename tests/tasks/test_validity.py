@@ -37,7 +37,7 @@ def test_too_few_valid_seeds_is_an_error_naming_the_cell_and_every_rhat():
 
 def test_select_seeds_fails_for_a_short_cell(tmp_path):
     """The valid-seed step on hand-made BNN stores: one message, no seed file."""
-    from postrisk.grid import ValidSeedsUnit
+    from postrisk.planning.units import ValidSeedsUnit
     from postrisk.tasks import store
     from postrisk.workflow.steps import select_seeds
 

@@ -12,7 +12,7 @@ from postrisk.core.jax_env import AcceleratorMissing, check_accelerator
 from postrisk.core.logs import job_log
 from postrisk.covariates.build import Covariates
 from postrisk.gp.kernels import default_kernel
-from postrisk.grid import PosteriorUnit
+from postrisk.planning.units import PosteriorUnit
 from postrisk.tasks.generate import TaskKey, build_sample
 from postrisk.workflow.steps import make_tasks
 

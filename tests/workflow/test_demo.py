@@ -28,7 +28,8 @@ GUARD = 1.5
 @pytest.mark.slow
 def test_demo_end_to_end_within_budget(demo, capsys):
     from postrisk.covariates.registry import registry
-    from postrisk.grid import Planner, stage_artefacts
+    from postrisk.grid.artefacts import stage_artefacts
+    from postrisk.planning.planner import Planner
 
     tmp_path = demo
     planner = Planner.from_files(REPO / "config.yaml", REPO / "presets/demo.yaml")

@@ -41,7 +41,7 @@ def test_dry_run_of_the_demo_preset_plans_its_grouped_jobs(tmp_path):
     """The demo's grouped jobs (a preset's `group_by`) use the same rule shape as one job per
     unit: one rule per output shape. The dry run plans exactly the planner's rules and jobs,
     every method (the outside ones among them) in one fit job, every task store once."""
-    from postrisk.grid import Planner
+    from postrisk.planning.planner import Planner
 
     run = snakemake(tmp_path, "-n", "--configfile", str(REPO / "presets/demo.yaml"))
     assert run.returncode == 0, run.stderr
@@ -116,7 +116,7 @@ REFERENCE_ROWS = {"oracle", "mahalanobis", "knn10", "constant_au"}
 @pytest.fixture(scope="module")
 def smoke_plan():
     """The smoke preset's planner: what the tests below expect, computed from the preset."""
-    from postrisk.grid import Planner
+    from postrisk.planning.planner import Planner
 
     planner = Planner.from_files(REPO / "config.yaml", REPO / "presets" / "smoke.yaml")
     assert SMOKE_TASK in planner.task_stores(), (
@@ -270,7 +270,7 @@ def test_release_round_trip(smoke, smoke_plan):
 
     import postrisk
     from postrisk.covariates.registry import registry
-    from postrisk.grid import training_size
+    from postrisk.planning.conditions import training_size
     from postrisk.release import dataset_file, instances_file
 
     workdir, store = smoke, smoke / SMOKE_TASK

@@ -74,7 +74,7 @@ def _cost_model_schema(methods: tuple[str, ...] = METHODS) -> dict:
     per = cost_by()
     return {
         "type": "object", "additionalProperties": False,
-        # a study's stages may go without: their declared cost applies (postrisk.grid.cost)
+        # a study's stages may go without: their declared cost applies (postrisk.planning.cost)
         "required": ["rows", "margin", "min_runtime", *BENCHMARK_STAGES, STUDIES_PAGE],
         "properties": {
             "rows": positive_int_schema(), "margin": {"type": "number", "minimum": 1},

@@ -202,3 +202,8 @@ def resolve(reference: str) -> Callable:
     """The function a ``module:function`` reference names (imported now)."""
     module, _, name = reference.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def study_settings(cfg: Mapping, study: str) -> Mapping:
+    """Config ``studies.<study>`` (empty where the configuration has none)."""
+    return (cfg.get("studies") or {}).get(study) or {}

@@ -29,7 +29,7 @@ DOWNLOAD_KEYS = ("base_url", "download_dir", "datasets", "priors", "retries", "t
 
 def download_settings(section: Mapping[str, Any] | None, **overrides: Any) -> dict:
     """The download settings of a validated configuration's ``release`` section (see
-    ``postrisk.grid.read_config``): :data:`DOWNLOAD_KEYS`, ``datasets``/``priors`` None when
+    ``postrisk.grid.config.read_config``): :data:`DOWNLOAD_KEYS`, ``datasets``/``priors`` None when
     absent, then ``overrides`` (keys of :data:`DOWNLOAD_KEYS`, a command line's options; empty
     ones — None, [], 0 — ignored). A configuration without the section, or without a required
     key, is a ``ConfigError``."""

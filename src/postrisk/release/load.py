@@ -90,7 +90,8 @@ def configured_root(root: str | Path | None = None,
                     configfiles: Iterable[str | Path] | None = None) -> str | Path | None:
     """Where a command looks tasks up: ``root``, else ``$POSTRISK_DATA`` (None, which
     :func:`load_task` reads as that), else the ``release.download_dir`` of the configuration
-    ``postrisk.grid.read_config(*configfiles)`` (where ``postrisk download`` puts a release)."""
+    ``postrisk.grid.config.read_config(*configfiles)`` (where ``postrisk download`` puts a
+    release)."""
     if root is not None or os.environ.get(DATA_ENV):
         return root
     from postrisk.grid.config import read_config
@@ -229,7 +230,7 @@ def _vocabulary(field: str) -> tuple[str, ...]:
         from postrisk.covariates.registry import task_datasets
 
         return tuple(task_datasets())
-    from postrisk.grid import vocabulary
+    from postrisk.grid import vocabulary  # the module
 
     return {"prior": vocabulary.PRIORS, "noise": vocabulary.NOISE_MODES,
             "coverage": vocabulary.COVERAGES}[field]

@@ -6,7 +6,7 @@ GP and HBART instances are always valid); the first ``seeds.valid_per_cell`` val
 fitted, scored and pooled in Table 3, for all three priors alike, and the stricter
 ``RHAT_STRICT`` subset feeds the sensitivity tables. This module is the one place where that
 rule is written: the workflow's seed selection, the checks and score reports and the release
-use it. Which seeds are *built* is the planner's (``postrisk.grid.seeds``).
+use it. Which seeds are *built* is the planner's (``postrisk.planning.seeds``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ tests ran. ``postrisk envs --check`` (and a test) fails when a file disagrees wi
 
 ``jax-gpu`` is the ``jax`` family plus JAX's CUDA 12 plugin (the lock's ``gpu`` extra, Linux
 only): the environment of the jobs that ask for an accelerator
-(:func:`postrisk.grid.cost.env_family`). ``make`` and
+(:func:`postrisk.planning.cost.env_family`). ``make`` and
 CI never install that extra; it exists in the lock only so that this file pins it.
 
 Beside them, ``requirements/light.txt`` pins the light install (the package's own dependencies,

@@ -1,4 +1,4 @@
-"""A rule's settings from the planner's rule objects (:class:`postrisk.grid.jobs.StageRule`):
+"""A rule's settings from the planner's rule objects (:class:`postrisk.planning.jobs.StageRule`):
 what ``rules/*.smk`` write in ``input:``, ``params:``, ``threads:`` and ``resources:``.
 
 Snakemake evaluates a function given for a directive once per job, and inspects its signature
@@ -13,8 +13,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from postrisk.grid.jobs import StageRule
-from postrisk.grid.units import unit_paths
+from postrisk.planning.jobs import StageRule
+from postrisk.planning.units import unit_paths
 
 #: The resources every rule declares (runtime in minutes, memory in MB, GPUs).
 RESOURCES = ("runtime", "mem_mb", "gpu")

@@ -20,7 +20,7 @@ from postrisk.tasks.store import validate_store
 from postrisk.tasks.validity import read_usable_seeds, select_valid_seeds
 
 if TYPE_CHECKING:
-    from postrisk.grid.units import (
+    from postrisk.planning.units import (
         DisentanglementUnit,
         FitUnit,
         PosteriorUnit,
@@ -72,7 +72,7 @@ def make_sample(key: TaskKey, covariates: str | Path, prior: str | Path, n: int,
 
 def make_samples(units: Sequence[SampleUnit]) -> None:
     """The sample stores of one job's instances (a sample rule's ``params.jobs``:
-    :mod:`postrisk.grid.units`), in order, each written as soon as it is done."""
+    :mod:`postrisk.planning.units`), in order, each written as soon as it is done."""
     with progress_steps(len(units), "sample stores", logger) as progress:
         for unit in units:
             make_sample(unit.key, unit.covariates, unit.prior, unit.n, unit.digest, unit.out,
@@ -112,7 +112,7 @@ def select_seeds(unit: ValidSeedsUnit) -> dict:
     """A cell's seed selection (:func:`postrisk.tasks.validity.select_valid_seeds`) from its
     BNN task stores, one per candidate seed, with the digest of the settings it depends on
     (``config_digest``: a later plan uses it only under the same settings,
-    :func:`postrisk.grid.seeds.known_selections`); too few valid seeds is an error naming the
+    :func:`postrisk.planning.seeds.known_selections`); too few valid seeds is an error naming the
     cell."""
     max_rhat, cell = {}, ""
     for path in unit.bnn_tasks:

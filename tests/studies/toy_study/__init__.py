@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from postrisk.grid import Study, UnitStage, path
 from postrisk.grid.artefact import Artefact
-from postrisk.grid.conditions import study_settings
+from postrisk.grid.paths import path
+from postrisk.grid.study import Study, UnitStage, study_settings
 
 
 @dataclass(frozen=True)

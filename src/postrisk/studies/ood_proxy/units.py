@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from postrisk.grid.conditions import (
+from postrisk.grid.paths import condition_path, path
+from postrisk.grid.study import study_settings
+from postrisk.planning.conditions import (
     Condition,
     available_priors,
     fits_method,
@@ -16,11 +18,9 @@ from postrisk.grid.conditions import (
     implemented_methods,
     is_study_dataset,
     is_tuned,
-    study_settings,
 )
-from postrisk.grid.paths import condition_path, path
-from postrisk.grid.seeds import SeedPolicy
-from postrisk.grid.units import _ConditionUnit
+from postrisk.planning.seeds import SeedPolicy
+from postrisk.planning.units import _ConditionUnit
 from postrisk.tasks.key import TaskKey
 
 #: One method refitted on a condition's instances and asked at their query rows against the
@@ -106,7 +106,7 @@ class OODFitUnit(_ConditionUnit):
 
 def fit_units(cfg: Mapping, policy: SeedPolicy) -> list[OODFitUnit]:
     """The OOD study's fits (config ``studies.ood_proxy``): method by method, each of the
-    study's conditions (:func:`postrisk.grid.conditions.study_conditions`) it is fitted
+    study's conditions (:func:`postrisk.planning.conditions.study_conditions`) it is fitted
     on."""
     study = study_settings(cfg, "ood_proxy")
     conditions = study_conditions(cfg)

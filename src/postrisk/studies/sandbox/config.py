@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from postrisk.grid.conditions import study_settings
 from postrisk.grid.config import positive_int_schema
 from postrisk.grid.config_methods import ConfigError
+from postrisk.grid.study import study_settings
 
 
 def _section(**properties: dict) -> dict:

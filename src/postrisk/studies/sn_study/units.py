@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from postrisk.grid.conditions import (
+from postrisk.grid.paths import condition_path
+from postrisk.grid.study import study_settings
+from postrisk.planning.conditions import (
     Condition,
     condition_methods,
     implemented_conditions,
-    study_settings,
 )
-from postrisk.grid.paths import condition_path
-from postrisk.grid.seeds import SeedPolicy
-from postrisk.grid.units import _ConditionUnit
+from postrisk.planning.seeds import SeedPolicy
+from postrisk.planning.units import _ConditionUnit
 
 #: Its files: one row per (seed, arm) of a method on a condition's instances; the arms'
 #: configurations and sweeps; the sweeps' journals (one per arm: the prefix, then

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from postrisk.covariates.registry import task_datasets
-from postrisk.grid.conditions import study_settings
 from postrisk.grid.config import names_schema
 from postrisk.grid.paths import path
-from postrisk.grid.seeds import SeedPolicy
-from postrisk.grid.units import _InstanceUnit, _key_wildcards, _posterior_keys
+from postrisk.grid.study import study_settings
+from postrisk.planning.seeds import SeedPolicy
+from postrisk.planning.units import _InstanceUnit, _key_wildcards, _posterior_keys
 from postrisk.tasks.key import TaskKey
 
 #: An instance's reference posterior rebuilt with ``factor`` × the warm-up (a task store like

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from postrisk.core.io import digest
-from postrisk.grid.conditions import Condition, implemented_conditions, implemented_priors
 from postrisk.grid.paths import RESULTS, path
+from postrisk.planning.conditions import Condition, implemented_conditions, implemented_priors
 from postrisk.tasks.key import config_digest
 
 logger = logging.getLogger(__name__)

@@ -2,8 +2,8 @@
 
 ``Planner(cfg)`` takes a validated configuration (:func:`postrisk.grid.config.validate_config`)
 and holds its implemented conditions, its seed policy, the units of work of every stage
-(:mod:`postrisk.grid.units`, frozen dataclasses that the step functions take as they are) and
-the rules and jobs that run them (:mod:`postrisk.grid.jobs`). The Snakemake rules, ``postrisk
+(:mod:`postrisk.planning.units`, frozen dataclasses that the step functions take as they are) and
+the rules and jobs that run them (:mod:`postrisk.planning.jobs`). The Snakemake rules, ``postrisk
 plan`` and the tests read the same object, so what a rule declares and what a test expects
 come from one computation.
 """
@@ -24,20 +24,20 @@ from postrisk.grid.artefacts import (
     stage_artefacts,
     study_artefact_stages,
 )
-from postrisk.grid.conditions import (
+from postrisk.grid.config import load_config
+from postrisk.grid.paths import RESULTS, path
+from postrisk.grid.stages import is_batched
+from postrisk.grid.study import Study, studies, study
+from postrisk.planning.conditions import (
     Condition,
     covariate_datasets,
     implemented_conditions,
     implemented_methods,
     implemented_priors,
 )
-from postrisk.grid.config import load_config
-from postrisk.grid.jobs import StageRule, study_runs, workflow_rules
-from postrisk.grid.paths import RESULTS, path
-from postrisk.grid.seeds import SeedPolicy
-from postrisk.grid.stages import is_batched
-from postrisk.grid.study import Study, studies, study
-from postrisk.grid.units import stage_units
+from postrisk.planning.jobs import StageRule, study_runs, workflow_rules
+from postrisk.planning.seeds import SeedPolicy
+from postrisk.planning.units import stage_units
 
 
 class Planner:
@@ -47,7 +47,7 @@ class Planner:
                  selections: Mapping[tuple[str, str, str], Sequence[int]] | None = None
                  ) -> None:
         """``selections``: the valid seeds of the cells whose seed selection is known when
-        planning (:func:`~postrisk.grid.seeds.known_selections`; the GP and HBART posteriors
+        planning (:func:`~postrisk.planning.seeds.known_selections`; the GP and HBART posteriors
         of those cells are built on those seeds only)."""
         self.config = cfg
         self.priors: list[str] = implemented_priors(cfg)

@@ -17,8 +17,7 @@ EXTENT = {"scale", "datasets", "ood_datasets", "priors", "noise_modes", "coverag
 
 
 def test_the_slice_changes_the_extent_only():
-    from postrisk.grid import load_config
-    from postrisk.grid.config import deep_merge, validate_config
+    from postrisk.grid.config import deep_merge, load_config, validate_config
 
     preset = yaml.safe_load(PRESET.read_text())
     assert set(preset) <= EXTENT, set(preset) - EXTENT
@@ -36,7 +35,7 @@ def test_the_slice_changes_the_extent_only():
 def test_the_slice_plans_what_the_planner_plans(tmp_path):
     """Its dry run: exactly the planner's jobs (one per instance and per (method, condition), as
     on a cluster), each prior's instances on its own seeds, nothing on a GPU."""
-    from postrisk.grid import Planner
+    from postrisk.planning.planner import Planner
 
     run = snakemake(tmp_path, "--configfile", str(PRESET), "-n", "--cores", "2")
     assert run.returncode == 0, run.stderr[-3000:]

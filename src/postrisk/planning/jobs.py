@@ -1,5 +1,5 @@
-"""The workflow's jobs and rules: how each stage's units (:mod:`postrisk.grid.units`) are grouped
-into jobs, the Snakemake rules that run them, and what each job asks of a cluster.
+"""The workflow's jobs and rules: how each stage's units (:mod:`postrisk.planning.units`) are
+grouped into jobs, the Snakemake rules that run them, and what each job asks of a cluster.
 
 A *job* of a batchable stage runs the units that share the values of the config's
 ``group_by.<stage>`` keys in one process: every key (the cluster default) gives one job per
@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from postrisk.grid.artefacts import stage_artefacts
-from postrisk.grid.cost import Resources, env_family, units_resources, wants_accelerator
 from postrisk.grid.paths import benchmark_path, log_path, path
 from postrisk.grid.stages import (
     STUDIES_PAGE,
@@ -37,6 +36,7 @@ from postrisk.grid.stages import (
     unit_keys,
 )
 from postrisk.grid.study import Study, studies
+from postrisk.planning.cost import Resources, env_family, units_resources, wants_accelerator
 from postrisk.tasks.key import CONDITION_COLUMNS
 
 #: The axes a rule name may describe (a seed or a method is never part of one).
@@ -239,7 +239,7 @@ def stage_rules(cfg: Mapping, stage: str, units: Sequence[Any]) -> list[StageRul
 def _simple_jobs(stage: str, units: Mapping[str, Sequence[Any]]
                  ) -> dict[tuple[str, ...], tuple[list[Any], list[tuple[str | None, str | None]]]]:
     """Jobs of a stage that is not batched: wildcard values → (its units, the (prior or
-    method, dataset) pairs its cost sums: :func:`~postrisk.grid.cost.unit_cost`'s arguments)."""
+    method, dataset) pairs its cost sums: :func:`~postrisk.planning.cost.unit_cost`'s arguments)."""
     if stage == "checks":  # one job reading every task store
         costs = [(None, u.dataset) for u in units["posterior"]]
         return {(): ([], costs)} if costs else {}
@@ -294,7 +294,7 @@ def simple_rule(cfg: Mapping, stage: str, units: Mapping[str, Sequence[Any]]) ->
 def workflow_rules(cfg: Mapping, units: Mapping[str, Sequence[Any]]
                    ) -> dict[str, list[StageRule]]:
     """Every rule of the workflow for ``cfg`` with every job and its resources, by stage, from
-    every stage's ``units`` (:func:`postrisk.grid.units.stage_units`): the one source of the
+    every stage's ``units`` (:func:`postrisk.planning.units.stage_units`): the one source of the
     Snakemake rules' jobs and of ``postrisk plan``."""
     return {stage: (stage_rules(cfg, stage, units[stage]) if is_batched(stage)
                     else [simple_rule(cfg, stage, units)]) for stage in stages()}

@@ -118,11 +118,6 @@ def implemented_conditions(cfg: Mapping) -> list[Condition]:
 
 # ---------------------------------------------------------------------------------- the studies
 
-def study_settings(cfg: Mapping, study: str) -> Mapping:
-    """Config ``studies.<study>`` (empty where the configuration has none)."""
-    return (cfg.get("studies") or {}).get(study) or {}
-
-
 def is_study_dataset(dataset: str) -> bool:
     """A dataset registered for a study alone (role ``study``): not in the benchmark's grid, its
     instances built by the study that uses it."""

@@ -10,16 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from postrisk.grid.artefacts import artefact, stage_artefacts
-from postrisk.grid.conditions import (
+from postrisk.grid.paths import RESULTS, path
+from postrisk.planning.conditions import (
     conditions,
     covariate_datasets,
     implemented_methods,
     implemented_priors,
 )
-from postrisk.grid.cost import Resources
-from postrisk.grid.paths import RESULTS, path
-from postrisk.grid.planner import Planner
-from postrisk.grid.seeds import Cell, assumed_selections, known_selections, selection_cells
+from postrisk.planning.cost import Resources
+from postrisk.planning.planner import Planner
+from postrisk.planning.seeds import Cell, assumed_selections, known_selections, selection_cells
 
 #: The two ways the grid may run: ``accelerator.use`` on (the jobs that declare an accelerator
 #: ask for a GPU and use their cost entries' ``gpu`` values) and off (everything on CPUs).
@@ -33,7 +33,7 @@ UNMEASURED = "(GPU, unmeasured)"
 
 @dataclass(frozen=True)
 class RulePlan:
-    """What the jobs of one rule ask for (:mod:`postrisk.grid.jobs`): the same numbers the
+    """What the jobs of one rule ask for (:mod:`postrisk.planning.jobs`): the same numbers the
     workflow's rules declare, so ``postrisk plan`` and a cluster run agree; beside them the
     cost model's estimate (margin 1) in job-hours (wall-clock) and core-hours (× threads)."""
 
@@ -177,7 +177,7 @@ def plan_report(cfg: Mapping, planner: Planner | None = None,
     sweeps), printed beside the fit stage's estimate in each scenario. ``bnn_first``: the grid
     run in two invocations, the BNN-first pass writing every cell's seed selection (the GP and
     HBART posteriors then only on ``valid_per_cell`` seeds per cell:
-    :func:`~postrisk.grid.seeds.assumed_selections`); else in one."""
+    :func:`~postrisk.planning.seeds.assumed_selections`); else in one."""
     model = cfg["cost_model"]
     lines = [
         f"grid: {len(cfg['datasets'])} datasets × {len(cfg['priors'])} priors × "

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from postrisk.covariates.pools import eval_pool_size
 from postrisk.covariates.registry import registry
-from postrisk.grid.conditions import training_size
 from postrisk.grid.study import studies, unit_stages
+from postrisk.planning.conditions import training_size
 
 #: Rows at which a cost entry's per-size terms are given (``cost_model.rows`` overrides it).
 _ROWS_DEFAULT = 1000

@@ -1,13 +1,11 @@
 """The seed policy per condition."""
 from pathlib import Path
 
-from postrisk.grid import (
-    validate_config,
-)
+from postrisk.grid.config import validate_config
 
 
 def test_seed_policy_per_condition(paper):
-    from postrisk.grid import SeedPolicy, condition_seeds
+    from postrisk.planning.seeds import SeedPolicy, condition_seeds
 
     policy = SeedPolicy(paper)
     assert policy.task_seeds == list(range(paper["seeds"]["candidates"]))
@@ -24,8 +22,9 @@ def test_per_prior_seeds_build_a_prior_on_the_first_seeds_only(paper):
     priors and the cell's seed selection are untouched."""
     import pytest
 
-    from postrisk.grid import ConfigError, SeedPolicy
-    from postrisk.grid.units import (
+    from postrisk.grid.config import ConfigError
+    from postrisk.planning.seeds import SeedPolicy
+    from postrisk.planning.units import (
         fit_units,
         posterior_units,
         sample_units,
@@ -66,8 +65,8 @@ def test_a_known_selection_builds_gp_and_hbart_posteriors_on_its_valid_seeds_onl
     HBART posteriors are built on the valid seeds it names only; every sample and every BNN
     posterior is built as before, the fits read the same samples, and the scores the same
     valid seeds (the cell's selection, read when they run)."""
-    from postrisk.grid import SeedPolicy
-    from postrisk.grid.units import fit_units, posterior_units, sample_units, score_units
+    from postrisk.planning.seeds import SeedPolicy
+    from postrisk.planning.units import fit_units, posterior_units, sample_units, score_units
 
     cfg = _bnn_cell_config(paper)
     cell = ("concrete", "bump", "ood")
@@ -92,7 +91,7 @@ def _write_selection(root, cell, valid, digest=None) -> Path:
     seeds of ``valid`` and, unless None, the settings digest ``digest``)."""
     import json
 
-    from postrisk.grid.seeds import selection_file
+    from postrisk.planning.seeds import selection_file
     from postrisk.tasks.validity import select_valid_seeds
 
     selection = select_valid_seeds({s: 1.0 if s in valid else 1.2 for s in range(max(valid) + 1)},
@@ -106,15 +105,14 @@ def _write_selection(root, cell, valid, digest=None) -> Path:
 
 
 def _seed_warnings(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "postrisk.grid.seeds"]
+    return [r.getMessage() for r in caplog.records if r.name == "postrisk.planning.seeds"]
 
 
 def test_known_selections_are_read_from_the_results_folder(paper, tmp_path, caplog):
     """A selection made under this config's settings is used; one that cannot be read, one
     without a digest (written before selections recorded one) and one of other settings are
     ignored, each with one warning naming the file."""
-    from postrisk.grid import assumed_selections, known_selections
-    from postrisk.grid.seeds import selection_digest
+    from postrisk.planning.seeds import assumed_selections, known_selections, selection_digest
 
     cfg = _bnn_cell_config(paper)
     cell = ("concrete", "bump", "ood")
@@ -146,7 +144,7 @@ def test_the_selection_digest_covers_exactly_what_decides_the_selection(paper):
     """The digest changes with the scale, the BNN's sample settings (sizes, noise model, BNN
     prior), the BNN sampler's settings and the seed policy; not with another prior's sampler,
     the methods or the BNN's cells."""
-    from postrisk.grid.seeds import selection_digest
+    from postrisk.planning.seeds import selection_digest
 
     cfg = _bnn_cell_config(paper)
     base = selection_digest(cfg)
@@ -178,8 +176,9 @@ def test_a_demo_selection_under_the_paper_config_is_ignored(paper, repo, tmp_pat
     those cells."""
     import logging
 
-    from postrisk.grid import Planner, known_selections, load_config
-    from postrisk.grid.seeds import selection_cells, selection_digest
+    from postrisk.grid.config import load_config
+    from postrisk.planning.planner import Planner
+    from postrisk.planning.seeds import known_selections, selection_cells, selection_digest
 
     caplog.set_level(logging.WARNING, logger="postrisk")
     demo = load_config(repo / "config.yaml", repo / "presets" / "demo.yaml")

@@ -1,4 +1,4 @@
-"""Jobs, rules and resources (postrisk.grid.jobs, postrisk.grid.cost, through the planner):
+"""Jobs, rules and resources (postrisk.planning.jobs, postrisk.planning.cost, through the planner):
 grouping is one parameter, every unit is in exactly one job, rules are named by what their
 outputs share, resources follow the cost model's formula, accelerators follow declarations.
 
@@ -9,11 +9,14 @@ import math
 
 import pytest
 
-from postrisk.grid import ConfigError, Planner, load_config, path, plan, validate_config
 from postrisk.grid.artefacts import figure_ids
-from postrisk.grid.cost import Resources, job_resources, unit_cost, unit_rows
-from postrisk.grid.jobs import _name_rules
+from postrisk.grid.config import ConfigError, load_config, validate_config
+from postrisk.grid.paths import path
 from postrisk.grid.stages import GroupingError, group_keys
+from postrisk.planning.cost import Resources, job_resources, unit_cost, unit_rows
+from postrisk.planning.jobs import _name_rules
+from postrisk.planning.plan import plan
+from postrisk.planning.planner import Planner
 
 
 @pytest.fixture(scope="module")
@@ -282,7 +285,7 @@ def test_the_estimate_is_the_sum_at_margin_one_and_the_request_its_rounded_multi
 
 
 def test_the_plans_totals_are_the_sums_of_its_rows_and_of_the_planners_jobs(paper, paper_plan):
-    from postrisk.grid import plan_table, plan_totals
+    from postrisk.planning.plan import plan_table, plan_totals
 
     rows = plan(paper, paper_plan)
     total = plan_totals(rows)
@@ -308,8 +311,13 @@ def test_the_plans_totals_are_the_sums_of_its_rows_and_of_the_planners_jobs(pape
 
 
 def test_the_cpu_only_scenario_has_no_gpu_job_and_guesses_are_marked(paper):
-    from postrisk.grid import CPU_SCENARIO, GPU_SCENARIO, plan_report, scenarios
-    from postrisk.grid.plan import UNMEASURED
+    from postrisk.planning.plan import (
+        CPU_SCENARIO,
+        GPU_SCENARIO,
+        UNMEASURED,
+        plan_report,
+        scenarios,
+    )
 
     measured = dict(_HBART, gpu=dict(_HBART["gpu"], measured="a test bench, 2 jobs"))
     cfg = _costed(paper, True, hbart=_HBART, warmup=measured)

@@ -14,7 +14,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from cost_config import write_entries  # noqa: E402
 from cost_model import fit_curve, fitted_entries  # noqa: E402
-from postrisk.grid import load_config  # noqa: E402
+from postrisk.grid.config import load_config  # noqa: E402
 
 
 @pytest.mark.parametrize("base, per, power", [(0.5, 2.0, 1.0), (3.0, 0.4, 2.0), (0.0, 7.0, 1.3)])

@@ -8,8 +8,9 @@ run with the profile runs in the slow tier, as the README's command
 import pytest
 import yaml
 
-from postrisk.grid import Planner, load_config
-from postrisk.grid.cost import cost_entry
+from postrisk.grid.config import load_config
+from postrisk.planning.cost import cost_entry
+from postrisk.planning.planner import Planner
 from tests.workflow_helpers import REPO, dry_run_jobs, job_counts, snakemake
 
 #: These tests start Snakemake (select them with `-m workflow`).

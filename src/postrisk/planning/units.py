@@ -7,7 +7,7 @@ its step function (:mod:`postrisk.workflow.steps`) needs, paths included, and th
 as it is. Every unit says the values of its stage's keys (:attr:`wildcards`), the prior or
 method its cost entry is looked up by (:attr:`cost_name`) and the dataset whose rows scale its
 cost (:attr:`dataset`). The enumerations return units in a fixed order; which seeds a unit uses
-comes from the one :class:`~postrisk.grid.seeds.SeedPolicy` of the configuration, and the
+comes from the one :class:`~postrisk.planning.seeds.SeedPolicy` of the configuration, and the
 run-time rule that picks the valid ones among them from ``postrisk.tasks.validity``.
 """
 
@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from postrisk.grid.conditions import (
+from postrisk.grid.paths import condition_path, path
+from postrisk.grid.study import studies
+from postrisk.planning.conditions import (
     Condition,
     condition_methods,
     covariate_datasets,
@@ -29,9 +31,7 @@ from postrisk.grid.conditions import (
     training_size,
     within,
 )
-from postrisk.grid.paths import condition_path, path
-from postrisk.grid.seeds import SeedPolicy
-from postrisk.grid.study import studies
+from postrisk.planning.seeds import SeedPolicy
 from postrisk.tasks.key import TaskKey, config_digest
 
 
