@@ -8,6 +8,8 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+# The fitted cost model first, under config.yaml and every --configfile (which may override it).
+configfile: os.path.join(workflow.basedir, "cost_model.yaml")
 configfile: os.path.join(workflow.basedir, "config.yaml")
 
 

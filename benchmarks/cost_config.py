@@ -1,4 +1,4 @@
-"""Write fitted cost entries into config.yaml's ``cost_model`` in place, keeping every comment
+"""Write fitted cost entries into cost_model.yaml's ``cost_model`` in place, keeping every comment
 and every other line (PyYAML cannot round-trip comments; this edits the entries' lines only).
 
 An entry is one flow mapping on one or more lines (``    nn_ens: {threads: 2, minutes: …}``).
@@ -109,7 +109,7 @@ def set_entry(text: str, stage: str, name: str | None, values: dict, comment: st
     lines = text.split("\n")
     top = _find(lines, 0, len(lines), 0, "cost_model")
     if top is None:
-        raise KeyError("config.yaml has no cost_model")
+        raise KeyError("the file has no cost_model")
     end = _block(lines, top, 0)
     at = _find(lines, top + 1, end, 2, stage)
     if at is None:

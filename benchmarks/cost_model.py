@@ -1,5 +1,5 @@
 """The cost model, measured: one unit of every stage timed at three sizes spanning Table 4, the
-entries of config.yaml's ``cost_model`` fitted to them.
+entries of the cost model (``cost_model.yaml``) fitted to them.
 
     .venv/bin/python benchmarks/cost_model.py measure [--out benchmarks/measured/cost_model.csv]
         [--sizes concrete space_ga sarcos] [--only STAGE[/NAME] ...] [--budget-min 60]
@@ -33,7 +33,7 @@ between units).
 the same unit at the same size (``benchmarks/measured/paper_slice.csv``: whole jobs at the paper's
 settings), the entry's points are scaled so that the curve passes through the slice's time (the
 slice's fit jobs fitted 3 seeds: 7 more fits are added from their fit stores' recorded seconds).
-It prints the points and the entries; ``--write-config`` writes the entries into config.yaml's
+It prints the points and the entries; ``--write-config`` writes the entries into cost_model.yaml's
 ``cost_model`` (minutes, minutes_per_size and power; threads and memory are kept), each under a
 comment saying where it came from.
 """
@@ -249,7 +249,7 @@ def _plan(sizes: list[str], only: list[str]) -> list[tuple[str, str, str | None]
     """(dataset, stage, name) in order: each size's set-up, then stage by stage over sizes."""
     from postrisk.grid.config import read_layers
 
-    methods = read_layers(REPO / "config.yaml")[0]["methods"]
+    methods = read_layers(REPO / "config.yaml", cost_model=False)[0]["methods"]
     setup = [("covariates", None), *(("prior", p) for p in PRIORS),
              *(("sample", p) for p in PRIORS)]
     rest = [("posterior", p) for p in PRIORS] + [("fit", m) for m in methods]
@@ -434,8 +434,8 @@ def fit_main(args: argparse.Namespace) -> int:
 
         chosen = [e for e in entries if not args.write_only
                   or f"{e['stage']}/{e['name']}" in args.write_only]
-        changed = write_entries(REPO / "config.yaml", chosen)
-        print(f"wrote {changed} entries into config.yaml's cost_model")
+        changed = write_entries(REPO / "cost_model.yaml", chosen)
+        print(f"wrote {changed} entries into cost_model.yaml")
     return 0
 
 

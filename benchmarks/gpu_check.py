@@ -125,7 +125,7 @@ def build_stores(layers: list[str], out: Path) -> tuple[dict, dict]:
     from postrisk.workflow.steps import fit_prior, make_covariates, make_sample
 
     read = [*read_layers(REPO / "config.yaml"), {"covariates": {"prefer_offline_package": True}},
-            *read_layers(*layers)]
+            *read_layers(*layers, cost_model=False)]
     cfg = validate_config(functools.reduce(deep_merge, read, {}), read)
     dataset, noise, coverage, seed = INSTANCE
     results, instances = out / "results", {}

@@ -3,16 +3,26 @@ to read it (./config.yaml, else the packaged defaults)."""
 import pytest
 import yaml
 
-from postrisk.grid.config import ConfigError, load_config, validate_config
+from postrisk.grid.config import ConfigError, deep_merge, load_config, validate_config
 from postrisk.planning.conditions import covariate_datasets
 from postrisk.planning.plan import guard_message, n_instances, plan
 
 
 def test_paper_config_is_the_full_grid(paper):
-    assert len(paper["datasets"]) == 13 and len(paper["methods"]) == 19
-    assert n_instances(paper) == 13 * 3 * 4 * 2 * paper["seeds"]["candidates"]
-    assert covariate_datasets(paper)[-1] == "red_wine" and len(covariate_datasets(paper)) == 14
-    assert plan(paper)[0].jobs == 14
+    """config.yaml is the paper's grid: every dataset of Table 4, every prior, noise mode and
+    coverage, every method of the method table (read from the registries, not counted here)."""
+    from postrisk.covariates.registry import benchmark_datasets
+    from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
+
+    assert paper["datasets"] == benchmark_datasets() and paper["methods"] == list(METHODS)
+    axes = (paper["datasets"], PRIORS, NOISE_MODES, COVERAGES)
+    assert [paper["priors"], paper["noise_modes"], paper["coverages"]] == [list(a) for a in
+                                                                         axes[1:]]
+    assert n_instances(paper) == (len(paper["datasets"]) * len(PRIORS) * len(NOISE_MODES)
+                                  * len(COVERAGES) * paper["seeds"]["candidates"])
+    assert covariate_datasets(paper) == [*paper["datasets"], *paper["ood_datasets"]]
+    assert paper["ood_datasets"] == ["red_wine"]
+    assert plan(paper)[0].jobs == len(covariate_datasets(paper))
 
 
 def test_misspelled_dataset_names_key_and_allowed_values(paper):
@@ -219,7 +229,9 @@ def test_narrowing_a_presets_methods_ignores_their_entries_with_one_warning(repo
     # the outside method is known from the preset that listed it: without the files merged,
     # its name is no method's at all
     layers = read_layers(repo / "config.yaml", preset, narrow)
-    merged = deep_merge(deep_merge(layers[0], layers[1]), layers[2])
+    merged: dict = {}
+    for layer in layers:  # the fitted cost model, config.yaml, the preset, the narrowing
+        merged = deep_merge(merged, layer)
     with pytest.raises(ConfigError, match=r"tuning.methods': \['knn_uncertainty'\] are "
                                           "neither methods of the paper"):
         validate_config(merged)
@@ -448,3 +460,53 @@ def test_fetch_settings_from_the_config(paper, monkeypatch):
     assert mine == FetchSettings(raw_dir=Path("elsewhere"), uci_url="http://127.0.0.1:9",
                                  retries=5, timeout_s=2.5, prefer_offline_package=True)
     assert FetchSettings.from_config(section, raw_dir="x").raw_dir == Path("x")
+
+
+def test_the_fitted_cost_model_is_read_under_every_configuration(repo, tmp_path):
+    """config.yaml holds what a person edits: no cost model, no machine-fitted line. The cost
+    model (cost_model.yaml) is read under it, by the commands and the workflow alike, and a
+    user's entry wins, number by number (the rest of that entry stays the fitted one)."""
+    from postrisk.grid.config import cost_model_path, read_config
+    from postrisk.planning.cost import cost_entry
+
+    raw = yaml.safe_load((repo / "config.yaml").read_text())
+    assert "cost_model" not in raw
+    assert "# measured" not in (repo / "config.yaml").read_text()
+    fitted = yaml.safe_load(cost_model_path().read_text())
+    assert set(fitted) == {"cost_model"}
+    assert cost_model_path().resolve() == (repo / "cost_model.yaml").resolve()
+    snakefile = (repo / "Snakefile").read_text()
+    assert snakefile.index('"cost_model.yaml"') < snakefile.index('"config.yaml"')
+
+    paper = load_config(repo / "config.yaml")
+    assert paper["cost_model"] == fitted["cost_model"]
+    assert read_config(base=repo / "config.yaml") == paper
+
+    entry = fitted["cost_model"]["fit"]["nn_ens"]
+    user = _write(tmp_path / "mine.yaml", {"cost_model": {"fit": {"nn_ens": {"minutes": 99.0}},
+                                                          "margin": 3.0}})
+    cfg = read_config(user, base=repo / "config.yaml")
+    assert cfg["cost_model"]["fit"]["nn_ens"] == {**entry, "minutes": 99.0}
+    assert cfg["cost_model"]["margin"] == 3.0
+    assert cost_entry(cfg, "fit", "nn_ens")["minutes"] == 99.0
+    assert cost_entry(paper, "fit", "nn_ens")["minutes"] == entry["minutes"] != 99.0
+    others = {k: v for k, v in cfg["cost_model"].items() if k not in ("fit", "margin")}
+    assert others == {k: v for k, v in fitted["cost_model"].items() if k not in ("fit", "margin")}
+    # a bad user entry is still a config error naming the key
+    bad = _write(tmp_path / "bad.yaml", {"cost_model": {"fit": {"nn_ens": {"minutes": -1}}}})
+    with pytest.raises(ConfigError, match="cost_model.fit"):
+        read_config(bad, base=repo / "config.yaml")
+
+
+def test_each_method_is_named_once(repo):
+    """The Disentanglement Error's methods default to the benchmark's (null), so config.yaml
+    lists the methods once; a list narrows them."""
+    from postrisk.planning.conditions import disentanglement_methods, implemented_methods
+
+    raw = yaml.safe_load((repo / "config.yaml").read_text())
+    assert raw["disentanglement"]["methods"] is None
+    paper = load_config(repo / "config.yaml")
+    assert disentanglement_methods(paper) == implemented_methods(paper) == paper["methods"]
+    narrowed = validate_config(deep_merge(paper, {"disentanglement": {"methods": ["gp", "blr"]}}))
+    assert disentanglement_methods(narrowed) == ["gp", "blr"]
+

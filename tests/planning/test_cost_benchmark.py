@@ -1,4 +1,4 @@
-"""The cost model's benchmark (benchmarks/cost_model.py) and its writer into config.yaml
+"""The cost model's benchmark (benchmarks/cost_model.py) and its writer into cost_model.yaml
 (benchmarks/cost_config.py): the curve fit recovers a known curve, the writer changes only the
 entries it writes, keeps every comment, and yields a config that validates."""
 
@@ -14,7 +14,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from cost_config import write_entries  # noqa: E402
 from cost_model import fit_curve, fitted_entries  # noqa: E402
-from postrisk.grid.config import load_config  # noqa: E402
+from postrisk.grid.config import deep_merge, read_layers, validate_config  # noqa: E402
 
 
 @pytest.mark.parametrize("base, per, power", [(0.5, 2.0, 1.0), (3.0, 0.4, 2.0), (0.0, 7.0, 1.3)])
@@ -45,8 +45,8 @@ def test_anchors_scale_an_entry_and_its_family():
 
 
 def test_the_writer_changes_only_its_entries_and_the_config_validates(tmp_path):
-    config = tmp_path / "config.yaml"
-    shutil.copy(REPO / "config.yaml", config)
+    config = tmp_path / "cost_model.yaml"
+    shutil.copy(REPO / "cost_model.yaml", config)
     before = yaml.safe_load(config.read_text())["cost_model"]
     curve = {"minutes": 0.51234, "minutes_per_size": 1.23456, "power": 1.5,
              "worst_rel_error": 0.0}
@@ -57,7 +57,10 @@ def test_the_writer_changes_only_its_entries_and_the_config_validates(tmp_path):
                             ("fit", "dkl"), ("job", ""))]
     assert write_entries(config, entries) == 5
     text = config.read_text()
-    after = load_config(config)["cost_model"]  # validates against the schema
+    # the written file, laid over config.yaml alone, validates against the schema
+    written_model = yaml.safe_load(text)
+    after = validate_config(deep_merge(read_layers(REPO / "config.yaml", cost_model=False)[0],
+                                       written_model))["cost_model"]
     def written(entry):  # the time model replaced; the memory model keeps the power it had
         return {**entry, "minutes": 0.512, "minutes_per_size": 1.23, "power": 1.5,
                 "mem_power": entry.get("mem_power", entry.get("power", 1.0))}
@@ -74,7 +77,7 @@ def test_the_writer_changes_only_its_entries_and_the_config_validates(tmp_path):
     assert all(after["fit"][m] == before["fit"][m] for m in before["fit"]
                if m not in ("nn_ens", "dkl"))
     # every other comment line of the file is still there, and writing again changes nothing
-    comments = [ln.strip() for ln in (REPO / "config.yaml").read_text().splitlines()
+    comments = [ln.strip() for ln in (REPO / "cost_model.yaml").read_text().splitlines()
                 if ln.strip().startswith("#")  # but an earlier "# measured" note, replaced
                 and not ln.strip().startswith(("# measured", "#   "))]
     assert set(comments) <= {ln.strip() for ln in text.splitlines()}

@@ -20,7 +20,9 @@ pytestmark = pytest.mark.workflow
 #: White Wine (the OOD study's in-distribution set), two noise modes, 2 valid seeds of 3.
 NARROW = {"datasets": ["concrete", "kin8nm", "white_wine"],
           "noise_modes": ["smooth_monotone", "bump"],
-          "seeds": {"valid_per_cell": 2, "candidates": 3}}
+          "seeds": {"valid_per_cell": 2, "candidates": 3},
+          # a user's cost entry, over the fitted cost model (cost_model.yaml): it wins
+          "cost_model": {"fit": {"nn_ens": {"minutes": 500.0}}}}
 
 
 def test_slurm_profile_plans_the_grid_with_the_cost_models_resources(tmp_path, monkeypatch):
@@ -66,3 +68,7 @@ def test_slurm_profile_plans_the_grid_with_the_cost_models_resources(tmp_path, m
                                             for p in ("hbart", "bnn"))
     assert threads["fit"] == max(cost_entry(cfg, "fit", m)["threads"] for m in cfg["methods"])
     assert threads["fit"] > 1
+    # the user's entry reached Snakemake: NN-Ens's fit jobs ask for its minutes (× the margin)
+    ens = [j for j in jobs if j["rule"] == "fit" and j["wildcards"]["method"] == "nn_ens"]
+    assert ens and all(int(j["resources"]["runtime"]) >= 500 * cfg["cost_model"]["margin"]
+                       for j in ens)

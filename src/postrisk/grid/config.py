@@ -8,6 +8,11 @@ The defaults are written once, in the checkout's root ``config.yaml``; the wheel
 file as ``postrisk/config.yaml`` (:func:`default_config_path`). Every command reads its
 configuration with :func:`read_config`: ``./config.yaml`` when the working directory has one,
 else the packaged defaults, with each ``--configfile`` merged over it in order.
+
+The cost model (``cost_model``: what each job asks of a cluster) is machine-fitted, not edited:
+it lives in its own file, ``cost_model.yaml`` beside ``config.yaml`` (:func:`cost_model_path`),
+written by ``benchmarks/cost_model.py``. :func:`read_layers` puts it first, under every file a
+person writes, so any of those may override an entry.
 """
 
 from __future__ import annotations
@@ -263,10 +268,12 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
             },
             "disentanglement": {
                 "type": "object", "additionalProperties": False,
-                "required": ["methods", "grid", "seeds", "data_fractions",
-                             "label_noise_fractions", "runs", "correlation", "definition"],
+                "required": ["grid", "seeds", "data_fractions", "label_noise_fractions",
+                             "runs", "correlation", "definition"],
                 "properties": {
-                    "methods": {**names_schema(methods), "minItems": 0},
+                    # null or absent: every configured method; a list narrows them
+                    "methods": {"anyOf": [{"type": "null"},
+                                          {**names_schema(methods), "minItems": 0}]},
                     "grid": _narrowing(),
                     "seeds": {"type": "array", "items": {"type": "integer", "minimum": 0},
                               "minItems": 1, "uniqueItems": True},
@@ -434,8 +441,9 @@ def deep_merge(base: Mapping, override: Mapping) -> dict:
 
 
 def load_config(*paths: str | Path) -> dict:
-    """Load and merge exactly these YAML files in order (config.yaml, then presets), then
-    validate; :func:`read_config` is the same with the base configuration found for you."""
+    """Load and merge these YAML files in order (config.yaml, then presets) over the fitted cost
+    model, then validate; :func:`read_config` is the same with the base configuration found
+    for you."""
     layers = read_layers(*paths)
     merged: dict = {}
     for layer in layers:
@@ -443,36 +451,56 @@ def load_config(*paths: str | Path) -> dict:
     return validate_config(merged, layers)
 
 
-def read_layers(*paths: str | Path) -> list[dict]:
-    """The YAML files ``paths`` (config.yaml, then presets), each as a mapping (an empty file:
-    an empty one); :func:`load_config` merges them, and passes them to
-    :func:`validate_config` as its ``layers``."""
-    return [yaml.safe_load(Path(path).read_text()) or {} for path in paths]
+def read_layers(*paths: str | Path, cost_model: bool = True) -> list[dict]:
+    """The layers of a configuration: the fitted cost model (:func:`cost_model_path`) first
+    (unless ``cost_model`` is false: more files to go over layers read before), then the YAML
+    files ``paths`` (config.yaml, then presets), each as a mapping (an empty file: an empty
+    one); :func:`load_config` merges them in order, and passes them to :func:`validate_config`
+    as its ``layers``."""
+    files = [_read_yaml(path) for path in paths]
+    return [_read_yaml(cost_model_path()), *files] if cost_model else files
+
+
+def _read_yaml(path: str | Path) -> dict:
+    return yaml.safe_load(Path(path).read_text()) or {}
 
 
 #: The base configuration's name, in a working directory and inside the package.
 CONFIG_FILE = "config.yaml"
+#: The fitted cost model's file, beside the packaged defaults.
+COST_MODEL_FILE = "cost_model.yaml"
+
+
+def _packaged(name: str, what: str) -> Path:
+    """``postrisk/<name>`` of an installed wheel (the checkout's root file, force-included by
+    hatch), else, in a source or editable install, the checkout's root file itself."""
+    packaged = Path(str(resources.files("postrisk").joinpath(name)))
+    if packaged.is_file():
+        return packaged
+    source = Path(__file__).resolve().parents[3] / name
+    if source.is_file():
+        return source
+    raise FileNotFoundError(f"the packaged {what} is missing (neither {packaged} nor {source}); "
+                            f"reinstall postrisk")
 
 
 def default_config_path() -> Path:
-    """The packaged defaults: ``postrisk/config.yaml`` of an installed wheel (the checkout's
-    root ``config.yaml``, force-included by hatch), else, in a source or editable install, the
-    checkout's root ``config.yaml`` itself."""
-    packaged = Path(str(resources.files("postrisk").joinpath(CONFIG_FILE)))
-    if packaged.is_file():
-        return packaged
-    source = Path(__file__).resolve().parents[3] / CONFIG_FILE
-    if source.is_file():
-        return source
-    raise FileNotFoundError(f"the packaged default configuration is missing (neither {packaged} "
-                            f"nor {source}); reinstall postrisk")
+    """The packaged defaults, ``config.yaml`` (what a person edits)."""
+    return _packaged(CONFIG_FILE, "default configuration")
+
+
+def cost_model_path() -> Path:
+    """The fitted cost model, ``cost_model.yaml`` (what ``benchmarks/cost_model.py``
+    writes)."""
+    return _packaged(COST_MODEL_FILE, "cost model")
 
 
 def read_config(*configfiles: str | Path, base: str | Path | None = None) -> dict:
     """The configuration every command uses: the base configuration — ``base`` when given,
     else ``./config.yaml`` when the working directory has one, else the packaged defaults
-    (:func:`default_config_path`) — with each of ``configfiles`` merged over it in order
-    (:func:`deep_merge`, Snakemake's ``--configfile`` rule), validated."""
+    (:func:`default_config_path`) — merged over the fitted cost model, with each of
+    ``configfiles`` merged over it in order (:func:`deep_merge`, Snakemake's ``--configfile``
+    rule), validated."""
     if base is None:
         here = Path(CONFIG_FILE)
         base = here if here.is_file() else default_config_path()

@@ -102,6 +102,14 @@ def tuned_methods(cfg: Mapping) -> list[str]:
     return methods if chosen is None else [m for m in methods if m in chosen]
 
 
+def disentanglement_methods(cfg: Mapping) -> list[str]:
+    """Implemented methods the Disentanglement Error experiment refits
+    (``disentanglement.methods``, in its order; null or absent: all of them)."""
+    chosen = (cfg.get("disentanglement") or {}).get("methods")
+    methods = implemented_methods(cfg)
+    return methods if chosen is None else [m for m in chosen if m in methods]
+
+
 def is_tuned(cfg: Mapping, method: str, condition: tuple[str, str, str, str]) -> bool:
     """Whether (method, condition) gets a sweep: a tuned method on a condition inside
     ``tuning.grid`` (presets narrow it; the paper tunes every condition)."""

@@ -24,6 +24,7 @@ from postrisk.planning.conditions import (
     Condition,
     condition_methods,
     covariate_datasets,
+    disentanglement_methods,
     fits_method,
     implemented_conditions,
     implemented_methods,
@@ -371,11 +372,11 @@ def disentanglement_units(cfg: Mapping, policy: SeedPolicy | None = None
                           ) -> list[DisentanglementUnit]:
     """The Disentanglement Error experiment's jobs: every implemented condition within
     ``disentanglement.grid``, every seed of ``disentanglement.seeds`` that the condition builds,
-    and every method of ``disentanglement.methods`` fitted there (the experiment reuses that
-    fit's configuration; a method that ``methods`` or ``method_grid`` leaves out there is
-    skipped)."""
+    and every method of ``disentanglement.methods`` (null: every method) fitted there (the
+    experiment reuses that fit's configuration; a method that ``methods`` or ``method_grid``
+    leaves out there is skipped)."""
     de = cfg.get("disentanglement") or {}
-    methods = [m for m in de.get("methods", []) if m in implemented_methods(cfg)]
+    methods = disentanglement_methods(cfg)
     policy = policy or SeedPolicy(cfg)
     units = []
     for c in implemented_conditions(cfg):
