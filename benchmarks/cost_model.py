@@ -261,7 +261,7 @@ def _plan(sizes: list[str], only: list[str]) -> list[tuple[str, str, str | None]
 
 def measure(args: argparse.Namespace) -> int:
     from postrisk.covariates.registry import registry
-    from postrisk.planning.cost import unit_rows
+    from postrisk.planning.cost import CostModel
 
     out = Path(args.out)
     done = {(r["dataset"], r["stage"], r["name"]) for r in read_points(out)}
@@ -305,8 +305,8 @@ def measure(args: argparse.Namespace) -> int:
             seconds = result["seconds"] + (max(wall - result["process_seconds"], 0.0)
                                            if stage != "job" else 0.0)
             spec = registry()[dataset]
-            cfg = _config(dataset)
-            writer.writerow({"dataset": dataset, "rows": unit_rows(cfg, dataset), "d": spec.d,
+            rows = CostModel.of(_config(dataset)).unit_rows(dataset)
+            writer.writerow({"dataset": dataset, "rows": rows, "d": spec.d,
                              "stage": stage, "name": name or "", "seconds": f"{seconds:.2f}",
                              "how": result["how"],
                              "detail": json.dumps(result.get("detail", {})),

@@ -120,7 +120,7 @@ def build_stores(layers: list[str], out: Path) -> tuple[dict, dict]:
     from postrisk.grid.config import deep_merge, read_layers, validate_config
     from postrisk.grid.paths import path
     from postrisk.planning.conditions import training_size
-    from postrisk.planning.cost import cost_entry
+    from postrisk.planning.cost import CostModel
     from postrisk.tasks.key import TaskKey, config_digest
     from postrisk.workflow.steps import fit_prior, make_covariates, make_sample
 
@@ -141,7 +141,7 @@ def build_stores(layers: list[str], out: Path) -> tuple[dict, dict]:
                     config_digest(cfg, prior), sample, float(cfg["noise_model"]["strength"]))
         instances[prior] = {"key": key.label, "sample": str(Path(sample).relative_to(out)),
                             "settings": cfg["posterior"][prior],
-                            "threads": int(cost_entry(cfg, "posterior", prior,
+                            "threads": int(CostModel.of(cfg).entry("posterior", prior,
                                                       gpu=True)["threads"])}
     return cfg, instances
 

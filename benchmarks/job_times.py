@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from postrisk.grid.paths import RESULTS
-from postrisk.planning.cost import unit_rows
+from postrisk.planning.cost import CostModel
 from postrisk.planning.planner import Planner
 
 
@@ -84,7 +84,7 @@ def job_times(results: Path, planner: Planner) -> pd.DataFrame:
                     **{k: keys.get(k, "") for k in ("dataset", "prior", "noise", "coverage",
                                                      "seed", "method")},
                     "units": len(units), "cost_entry": name or "",
-                    "rows": unit_rows(cfg, dataset) if dataset else "",
+                    "rows": CostModel.of(cfg).unit_rows(dataset) if dataset else "",
                     "threads": job.resources.threads,
                     "seconds": round(measured["s"], 2),
                     "cpu_seconds": round(measured["cpu_time"], 2),

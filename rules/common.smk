@@ -26,7 +26,6 @@ from postrisk.grid.config import ConfigError, read_layers, validate_config
 from postrisk.grid.paths import log_path, path
 from postrisk.grid.stages import stages, unit_keys
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
-from postrisk.planning import cost
 from postrisk.planning.plan import guard_message
 from postrisk.planning.planner import Planner
 from postrisk.planning.seeds import known_selections
@@ -47,7 +46,7 @@ except ConfigError as err:
     raise WorkflowError(f"invalid configuration: {err}") from None
 config.clear()
 config.update(_validated)
-export_outside_methods(config)
+export_outside_methods(config.get("outside_methods"))
 
 
 def slurm_stop(executor=None):
@@ -184,14 +183,14 @@ def summary_threads(rule):
     on request) the cost model's."""
     if rule.jobs:
         return threads_of(rule)
-    return cost.stage_resources(config, rule.stage).threads
+    return PLANNER.cost.stage_resources(rule.stage).threads
 
 
 def summary_resources(rule):
     """A study summary's resources, as :func:`summary_threads`."""
     if rule.jobs:
         return resources_of(rule)
-    res = cost.stage_resources(config, rule.stage)
+    res = PLANNER.cost.stage_resources(rule.stage)
     return {"runtime": res.runtime, "mem_mb": res.mem_mb, "gpu": 0}
 
 

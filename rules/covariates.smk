@@ -37,8 +37,8 @@ rule verify_covariates:
         env("core")
     threads: 1
     resources:
-        runtime=lambda w: cost.verify_resources(config, w.dataset).runtime,
-        mem_mb=lambda w: cost.verify_resources(config, w.dataset).mem_mb,
+        runtime=lambda w: PLANNER.cost.verify_resources(w.dataset).runtime,
+        mem_mb=lambda w: PLANNER.cost.verify_resources(w.dataset).mem_mb,
         gpu=0,
     localrule: True
     script:

@@ -59,7 +59,8 @@ for _study in study_registry.studies():
             step=_study.summary,
             inputs=list(_inputs),
             ids=_ids,
-            settings=_study.settings(config) if _study.settings else {},
+            settings=(_study.settings(study_registry.study_settings(config, _study.name))
+                      if _study.settings else {}),
             scale=config["scale"],
         log:
             _summary.log,

@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -203,12 +204,12 @@ RawDir = Annotated[Path | None, typer.Option(
          "config)")]
 
 
-def _fetch_settings(cfg: dict, raw_dir: Path | None = None,
+def _fetch_settings(covariates: Mapping, raw_dir: Path | None = None,
                     offline_package: bool | None = None):
-    """The config's ``covariates`` fetch settings, with the command line's overrides."""
+    """The fetch settings of config ``covariates``, with the command line's overrides."""
     from postrisk.covariates import FetchSettings
 
-    return FetchSettings.from_config(cfg["covariates"], raw_dir=raw_dir,
+    return FetchSettings.from_config(covariates, raw_dir=raw_dir,
                                      prefer_offline_package=offline_package)
 
 
@@ -220,7 +221,7 @@ def fetch_covariates(datasets: Annotated[list[str] | None, typer.Argument(
     from postrisk.covariates import CovariateFetchError, get_dataset, load_raw_table
     from postrisk.covariates.registry import registry
 
-    settings = _fetch_settings(_config(configfile), raw_dir)
+    settings = _fetch_settings(_config(configfile)["covariates"], raw_dir)
     status = 0
     for name in datasets or list(registry()):
         try:
@@ -274,7 +275,7 @@ def verify_covariates(datasets: Annotated[list[str] | None, typer.Argument(
     from postrisk.covariates import verify_covariates
     from postrisk.covariates.registry import registry
 
-    settings = _fetch_settings(_config(configfile), raw_dir)
+    settings = _fetch_settings(_config(configfile)["covariates"], raw_dir)
     reports = [verify_covariates(name, settings).as_dict()
                for name in (datasets or list(registry()))]
     text = json.dumps(reports, indent=2)

@@ -147,9 +147,9 @@ def test_method_grid_narrows_a_method_and_its_jobs(paper):
         "gp": {"datasets": ["concrete"], "noise_modes": ["bump"], "coverages": ["ood"]}}))
     conds = implemented_conditions(cfg)
     assert len(conds) == 2 * 4 * 2
-    fitted = [c for c in conds if fits_method(cfg, "gp", c)]
+    fitted = [c for c in conds if fits_method(cfg["method_grid"], "gp", c)]
     assert fitted == [("concrete", "gp", "bump", "ood")]
-    assert all(fits_method(cfg, "blr", c) for c in conds)  # not narrowed: everywhere
+    assert all(fits_method(cfg["method_grid"], "blr", c) for c in conds)  # not narrowed: everywhere
     assert condition_methods(cfg, ("concrete", "gp", "bump", "ood")) == ["blr", "gp"]
     assert condition_methods(cfg, ("diamonds", "gp", "bump", "ood")) == ["blr"]
     assert not is_tuned(cfg, "gp", ("diamonds", "gp", "bump", "ood"))  # never fitted there
@@ -467,7 +467,7 @@ def test_the_fitted_cost_model_is_read_under_every_configuration(repo, tmp_path)
     model (cost_model.yaml) is read under it, by the commands and the workflow alike, and a
     user's entry wins, number by number (the rest of that entry stays the fitted one)."""
     from postrisk.grid.config import cost_model_path, read_config
-    from postrisk.planning.cost import cost_entry
+    from postrisk.planning.cost import CostModel
 
     raw = yaml.safe_load((repo / "config.yaml").read_text())
     assert "cost_model" not in raw
@@ -488,8 +488,8 @@ def test_the_fitted_cost_model_is_read_under_every_configuration(repo, tmp_path)
     cfg = read_config(user, base=repo / "config.yaml")
     assert cfg["cost_model"]["fit"]["nn_ens"] == {**entry, "minutes": 99.0}
     assert cfg["cost_model"]["margin"] == 3.0
-    assert cost_entry(cfg, "fit", "nn_ens")["minutes"] == 99.0
-    assert cost_entry(paper, "fit", "nn_ens")["minutes"] == entry["minutes"] != 99.0
+    assert CostModel.of(cfg).entry("fit", "nn_ens")["minutes"] == 99.0
+    assert CostModel.of(paper).entry("fit", "nn_ens")["minutes"] == entry["minutes"] != 99.0
     others = {k: v for k, v in cfg["cost_model"].items() if k not in ("fit", "margin")}
     assert others == {k: v for k, v in fitted["cost_model"].items() if k not in ("fit", "margin")}
     # a bad user entry is still a config error naming the key

@@ -13,7 +13,7 @@ from postrisk.grid.artefacts import figure_ids
 from postrisk.grid.config import ConfigError, load_config, validate_config
 from postrisk.grid.paths import path
 from postrisk.grid.stages import GroupingError, group_keys
-from postrisk.planning.cost import Resources, job_resources, unit_cost, unit_rows
+from postrisk.planning.cost import CostModel, Resources
 from postrisk.planning.jobs import _name_rules
 from postrisk.planning.plan import plan
 from postrisk.planning.planner import Planner
@@ -74,23 +74,23 @@ def _model(paper, **changes):
 def test_unit_cost_is_base_plus_per_size_term(paper):
     cfg = _model(paper)
     # concrete: n = 348, n_eval = min(1500, 1030 // 2) = 515 → 863 rows; rows = 1000
-    assert unit_rows(cfg, "concrete") == 348 + 515
-    minutes, mem = unit_cost(cfg, "posterior", "hbart", "concrete")
+    assert CostModel.of(cfg).unit_rows("concrete") == 348 + 515
+    minutes, mem = CostModel.of(cfg).unit_cost("posterior", "hbart", "concrete")
     assert minutes == pytest.approx(5.0 + 3.0 * 0.863)
     assert mem == pytest.approx(4000 + 500 * 0.863)
     # a method without its own entry takes the default; a stage not tied to a dataset: s = 0
-    assert unit_cost(cfg, "fit", "blr", None) == (20.0, 2000.0)
+    assert CostModel.of(cfg).unit_cost("fit", "blr", None) == (20.0, 2000.0)
     # red_wine (covariates only) has no training rows: its n_eval = 1599 // 2
-    assert unit_rows(cfg, "red_wine") == 799
+    assert CostModel.of(cfg).unit_rows("red_wine") == 799
 
 
 def test_job_request_is_margin_times_sum_and_largest_memory(paper):
     cfg = _model(paper)
     costs = [(3.2, 1234.0), (4.1, 2001.0)]
-    res = job_resources(cfg, "posterior", costs, "hbart")
+    res = CostModel.of(cfg).job_resources("posterior", costs, "hbart")
     # 2 × 7.3 = 14.6 → 15 minutes; 2,001 MB → 2,100
     assert res == Resources(threads=4, runtime=15, mem_mb=2100, gpu=0)
-    tiny = job_resources(cfg, "score", [(0.01, 10.0)])
+    tiny = CostModel.of(cfg).job_resources("score", [(0.01, 10.0)])
     assert tiny.runtime == 10 and tiny.gpu == 0  # the floor
 
 
@@ -98,9 +98,9 @@ def test_every_job_pays_the_start_once(paper):
     """``job_minutes`` is added once per job, not per unit: three units of 1.2 minutes and a
     start of 0.4 make 4.0 minutes, requested at margin 2 as 8."""
     cfg = _model(paper, job_minutes=0.4, min_runtime=1)
-    res = job_resources(cfg, "score", [(1.2, 10.0)] * 3)
+    res = CostModel.of(cfg).job_resources("score", [(1.2, 10.0)] * 3)
     assert res.estimate == pytest.approx(4.0) and res.runtime == 8
-    alone = job_resources(cfg, "score", [(1.2, 10.0)])
+    alone = CostModel.of(cfg).job_resources("score", [(1.2, 10.0)])
     assert alone.estimate == pytest.approx(1.6) and alone.runtime == 4
 
 
@@ -198,7 +198,7 @@ def test_bad_grouping_is_a_clear_config_error(paper):
     with pytest.raises(ConfigError, match="group_by.fit"):
         validate_config({**paper, "group_by": {"fit": ["seed", "method"]}})
     with pytest.raises(GroupingError, match="must include"):
-        group_keys({"group_by": {"fit": ["dataset"]}}, "fit")
+        group_keys({"fit": ["dataset"]}, "fit")
 
 
 def test_accelerators_follow_the_declarations(paper_plan, grouped):
@@ -254,9 +254,9 @@ def test_a_job_on_a_gpu_takes_its_entrys_gpu_values_and_on_cpus_does_not(paper):
     cpu, gpu = _costed(paper, False), _costed(paper, True)
     # concrete: 863 rows, s = 0.863; the GPU values replace minutes, per-size minutes and
     # threads, the memory model is the entry's
-    assert unit_cost(cpu, "posterior", "hbart", "concrete") == pytest.approx(
+    assert CostModel.of(cpu).unit_cost("posterior", "hbart", "concrete") == pytest.approx(
         (1.0 + 2.0 * 0.863, 1000 + 100 * 0.863))
-    assert unit_cost(gpu, "posterior", "hbart", "concrete", gpu=True) == pytest.approx(
+    assert CostModel.of(gpu).unit_cost("posterior", "hbart", "concrete", gpu=True) == pytest.approx(
         (7.0 + 0.5 * 0.863, 1000 + 100 * 0.863))
     jobs = {}
     for name, cfg in (("cpu", cpu), ("gpu", gpu)):
@@ -274,10 +274,11 @@ def test_a_job_on_a_gpu_takes_its_entrys_gpu_values_and_on_cpus_does_not(paper):
 def test_the_estimate_is_the_sum_at_margin_one_and_the_request_its_rounded_multiple(paper):
     cfg = _costed(paper, True)
     # 1.5 + 2.25 = 3.75 minutes; 1.5 × 3.75 = 5.625 → 6, below min_runtime: 10
-    low = job_resources(cfg, "score", [(1.5, 100.0), (2.25, 300.0)])
+    low = CostModel.of(cfg).job_resources("score", [(1.5, 100.0), (2.25, 300.0)])
     assert low.estimate == pytest.approx(3.75) and low.runtime == 10 and low.mem_mb == 300
     # 12.5 + 20.1 = 32.6 minutes; 1.5 × 32.6 = 48.9 → 49
-    high = job_resources(cfg, "posterior", [(12.5, 100.0), (20.1, 250.0)], "hbart", gpu=True)
+    high = CostModel.of(cfg).job_resources("posterior", [(12.5, 100.0), (20.1, 250.0)], "hbart",
+                                           gpu=True)
     assert high.estimate == pytest.approx(32.6) and high.runtime == 49
     assert (high.threads, high.mem_mb, high.gpu) == (3, 300, 1)
     # the estimate is beside the request, not part of it

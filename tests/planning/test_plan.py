@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from postrisk.grid.config import load_config
-from postrisk.planning.cost import cost_entry
+from postrisk.planning.cost import CostModel
 from postrisk.planning.planner import Planner
 from tests.workflow_helpers import REPO, dry_run_jobs, job_counts, snakemake
 
@@ -64,9 +64,10 @@ def test_slurm_profile_plans_the_grid_with_the_cost_models_resources(tmp_path, m
         threads[job["rule"]] = max(threads.get(job["rule"], 0), job["threads"])
     # not capped at 1 (`cores`): the most threads any job of the rule asks for (the order of
     # the dry run's jobs is not fixed)
-    assert threads["posterior_mcmc"] == max(cost_entry(cfg, "posterior", p, gpu=True)["threads"]
+    cost = CostModel.of(cfg)
+    assert threads["posterior_mcmc"] == max(cost.entry("posterior", p, gpu=True)["threads"]
                                             for p in ("hbart", "bnn"))
-    assert threads["fit"] == max(cost_entry(cfg, "fit", m)["threads"] for m in cfg["methods"])
+    assert threads["fit"] == max(cost.entry("fit", m)["threads"] for m in cfg["methods"])
     assert threads["fit"] > 1
     # the user's entry reached Snakemake: NN-Ens's fit jobs ask for its minutes (× the margin)
     ens = [j for j in jobs if j["rule"] == "fit" and j["wildcards"]["method"] == "nn_ens"]

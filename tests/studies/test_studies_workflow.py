@@ -9,7 +9,7 @@ import yaml
 from postrisk.core.io import open_zarr
 from postrisk.grid.config import ConfigError, load_config
 from postrisk.grid.paths import path
-from postrisk.planning.cost import cost_entry
+from postrisk.planning.cost import CostModel
 from postrisk.planning.planner import Planner
 from postrisk.tasks.store import validate_store
 from tests.workflow_helpers import REPO, snakemake
@@ -93,8 +93,8 @@ def test_the_paper_config_plans_the_warmup_check_with_resources():
         assert rule.accelerator  # the HBART prior declares a GPU; the paper config uses one
         for job in rule.jobs.values():
             assert job.resources.gpu == 1 and job.resources.runtime > 0
-            assert job.resources.threads == cost_entry(cfg, "warmup_check_posterior", "hbart",
-                                                       gpu=True)["threads"]
+            assert job.resources.threads == CostModel.of(cfg).entry(
+                "warmup_check_posterior", "hbart", gpu=True)["threads"]
     assert planner.rule("warmup_check").jobs
     assert "results/studies/index.html" in planner.study_files()
 
@@ -380,7 +380,7 @@ def test_a_studys_former_stage_names_are_read_with_a_deprecation_message(tmp_pat
         cfg = load_config(REPO / "config.yaml", old)
     assert "ood_fit" not in cfg["cost_model"] and "ood_study" not in cfg["budget_s"]
     base = load_config(REPO / "config.yaml")["cost_model"]["ood_proxy_fit"]["default"]
-    assert cost_entry(cfg, "ood_proxy_fit", "blr") == {**base, "threads": 3, "minutes": 7.0,
+    assert CostModel.of(cfg).entry("ood_proxy_fit", "blr") == {**base, "threads": 3, "minutes": 7.0,
                                                        "mem_mb": 900}
     assert cfg["cost_model"]["ood_proxy"]["minutes"] == 2.0
     assert cfg["group_by"]["ood_proxy_fit"] == ["method"] and cfg["budget_s"]["ood_proxy"] == 33

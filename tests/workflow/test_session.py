@@ -40,7 +40,7 @@ def test_a_set_jax_cache_is_kept(tmp_path, monkeypatch):
 def test_the_outside_methods_reach_the_jobs(monkeypatch):
     monkeypatch.delenv(OUTSIDE_ENV, raising=False)
     spec = {"knn": {"location": "examples.knn:KNN", "search_space": {}}}
-    export_outside_methods({"outside_methods": spec})
+    export_outside_methods(spec)
     assert json.loads(os.environ[OUTSIDE_ENV]) == spec
-    export_outside_methods({})
+    export_outside_methods(None)
     assert json.loads(os.environ[OUTSIDE_ENV]) == {}

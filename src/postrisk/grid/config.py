@@ -401,7 +401,7 @@ def validate_config(config: Mapping[str, Any], layers: Sequence[Mapping] = ()) -
     cfg.setdefault("method_grid", {})
     for stage in all_unit_keys():
         try:
-            group_keys(cfg, stage)
+            group_keys(cfg.get("group_by") or {}, stage)
         except GroupingError as err:
             raise ConfigError(str(err)) from None
     return cfg

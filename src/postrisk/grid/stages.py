@@ -11,7 +11,7 @@ here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from postrisk.grid.study import studies, unit_stages
 from postrisk.tasks.key import CONDITION_COLUMNS, KEY_COLUMNS
@@ -107,12 +107,12 @@ class GroupingError(ValueError):
     """A ``group_by`` setting that cannot be turned into rules."""
 
 
-def group_keys(cfg: Mapping, stage: str) -> tuple[str, ...]:
-    """The keys that name one job of ``stage`` (``group_by.<stage>``; default: all of a unit's
-    keys, one job per unit), in path order; a clear error for keys a unit does not have or a
-    missing key the stage needs."""
+def group_keys(group_by: Mapping[str, Sequence[str]], stage: str) -> tuple[str, ...]:
+    """The keys that name one job of ``stage`` (config ``group_by``'s entry for it; default:
+    all of a unit's keys, one job per unit), in path order; a clear error for keys a unit does
+    not have or a missing key the stage needs."""
     keys = unit_keys()[stage]
-    chosen = cfg.get("group_by", {}).get(stage, list(keys))
+    chosen = group_by.get(stage, list(keys))
     unknown = [k for k in chosen if k not in keys]
     if unknown:
         raise GroupingError(f"config key 'group_by.{stage}': {unknown} are not keys of a "

@@ -76,9 +76,10 @@ class Study:
     check: Callable[[Mapping], None] | None = None
     #: ``inputs(planner)``: the summary's inputs, {name: paths}
     inputs: Callable[[Any], Mapping[str, Sequence[str]]] | None = None
-    #: ``settings(cfg)``: the summary's ``settings`` (its params: a change reruns it)
+    #: ``settings(section)``: the summary's ``settings`` (its params: a change reruns it) from
+    #: the study's config section (``studies.<name>``, :func:`study_settings`)
     settings: Callable[[Mapping], Mapping] | None = None
-    #: a study without unit stages: ``runs(cfg)``, whether ``all`` and ``studies`` plan it
+    #: a study without unit stages: ``runs(section)``, whether ``all`` and ``studies`` plan it
     runs: Callable[[Mapping], bool] | None = None
     #: the summary's cost is per unit of the first unit stage, scaled by its dataset's rows
     summary_cost_by_dataset: bool = False

@@ -6,7 +6,7 @@ A :class:`~postrisk.tasks.key.Condition` knows its cell; the paths of its files 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import product
 
 from postrisk.covariates.registry import registry
@@ -69,10 +69,10 @@ def available_priors() -> set[str]:
             if importlib.util.find_spec(entry.module) is not None}
 
 
-def implemented_priors(cfg: Mapping) -> list[str]:
-    """The configured priors the workflow can build today."""
+def implemented_priors(priors: Sequence[str]) -> list[str]:
+    """The configured ``priors`` the workflow can build today."""
     available = available_priors()
-    return [p for p in cfg["priors"] if p in available]
+    return [p for p in priors if p in available]
 
 
 def implemented_methods(cfg: Mapping) -> list[str]:
@@ -84,15 +84,17 @@ def implemented_methods(cfg: Mapping) -> list[str]:
     return [m for m in cfg.get("methods", []) if m in METHOD_ENTRIES or m in outside]
 
 
-def fits_method(cfg: Mapping, method: str, condition: tuple[str, str, str, str]) -> bool:
-    """Whether ``method`` is fitted on ``condition``: everywhere unless ``method_grid`` narrows
-    it (presets: e.g. the expensive methods on a subset of the demo's conditions)."""
-    return within(cfg.get("method_grid", {}).get(method, {}), condition)
+def fits_method(method_grid: Mapping, method: str, condition: tuple[str, str, str, str]
+                ) -> bool:
+    """Whether ``method`` is fitted on ``condition``: everywhere unless config ``method_grid``
+    narrows it (presets: e.g. the expensive methods on a subset of the demo's conditions)."""
+    return within(method_grid.get(method) or {}, condition)
 
 
 def condition_methods(cfg: Mapping, condition: tuple[str, str, str, str]) -> list[str]:
     """The implemented methods fitted on ``condition``, in the configured order."""
-    return [m for m in implemented_methods(cfg) if fits_method(cfg, m, condition)]
+    grid = cfg.get("method_grid") or {}
+    return [m for m in implemented_methods(cfg) if fits_method(grid, m, condition)]
 
 
 def tuned_methods(cfg: Mapping) -> list[str]:
@@ -113,14 +115,15 @@ def disentanglement_methods(cfg: Mapping) -> list[str]:
 def is_tuned(cfg: Mapping, method: str, condition: tuple[str, str, str, str]) -> bool:
     """Whether (method, condition) gets a sweep: a tuned method on a condition inside
     ``tuning.grid`` (presets narrow it; the paper tunes every condition)."""
-    if method not in tuned_methods(cfg) or not fits_method(cfg, method, condition):
+    if method not in tuned_methods(cfg) or not fits_method(cfg.get("method_grid") or {}, method,
+                                                           condition):
         return False
     return within(cfg.get("tuning", {}).get("grid", {}), condition)
 
 
 def implemented_conditions(cfg: Mapping) -> list[Condition]:
     """The conditions of ``cfg`` whose prior is implemented."""
-    priors = implemented_priors(cfg)
+    priors = implemented_priors(cfg["priors"])
     return [c for c in conditions(cfg) if c[1] in priors]
 
 

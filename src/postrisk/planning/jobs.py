@@ -36,7 +36,7 @@ from postrisk.grid.stages import (
     unit_keys,
 )
 from postrisk.grid.study import Study, studies
-from postrisk.planning.cost import Resources, env_family, units_resources, wants_accelerator
+from postrisk.planning.cost import CostModel, Resources, env_family
 from postrisk.tasks.key import CONDITION_COLUMNS
 
 #: The axes a rule name may describe (a seed or a method is never part of one).
@@ -139,29 +139,49 @@ _AXIS_KEYS = {"dataset": "datasets", "prior": "priors", "noise": "noise_modes",
               "coverage": "coverages"}
 
 
+@dataclass(frozen=True)
+class RuleSettings:
+    """What making the rules reads of a configuration, and nothing else: ``group_by``, the
+    order of each named axis' values (rule names list them in it) and the cost model.
+    :meth:`of` takes them from a validated configuration."""
+
+    group_by: Mapping[str, Sequence[str]]
+    axis_order: Mapping[str, Sequence[str]]
+    cost: CostModel
+
+    @classmethod
+    def of(cls, cfg: Mapping) -> RuleSettings:
+        """The rule settings of the validated configuration ``cfg``."""
+        return cls(cfg.get("group_by") or {},
+                   {axis: tuple(cfg.get(key, ())) for axis, key in _AXIS_KEYS.items()},
+                   CostModel.of(cfg))
+
+
 def rule_name(base: str, units: Sequence[Any], all_units: Sequence[Any],
-              axes: Sequence[str] = NAMED_AXES, cfg: Mapping | None = None) -> str:
+              axes: Sequence[str] = NAMED_AXES,
+              order: Mapping[str, Sequence[str]] | None = None) -> str:
     """A rule's name from what its outputs have in common: ``base`` followed, for each of
     ``axes`` in path order, by the values the rule's ``units`` take where they are only part of
     those its base takes over ``all_units`` (``fit_smooth_monotone_bump_balanced``: the fits
-    of the heteroscedastic modes on the balanced coverage), in the order of ``cfg``'s axis
-    lists. A rule that covers every value of every axis is named ``base``."""
-    order = {axis: (cfg or {}).get(key, ()) for axis, key in _AXIS_KEYS.items()}
+    of the heteroscedastic modes on the balanced coverage), in the ``order`` of each axis'
+    values (:attr:`RuleSettings.axis_order`; else sorted). A rule that covers every value of
+    every axis is named ``base``."""
+    order = order or {}
     mine, every = _axis_values(units, order), _axis_values(all_units, order)
     parts = [value for axis in axes if axis in mine and len(mine[axis]) < len(every[axis])
              for value in mine[axis]]
     return "_".join([base, *parts])
 
 
-def _name_rules(cfg: Mapping, base: str, keys: tuple[str, ...], by_shape: list[list[Any]],
-                all_units: list[Any]) -> list[str]:
+def _name_rules(order: Mapping[str, Sequence[str]], base: str, keys: tuple[str, ...],
+                by_shape: list[list[Any]], all_units: list[Any]) -> list[str]:
     """Names for the rules of one base (one list of units per output shape): by the axes the
     rules' outputs fix; where two would share a name, by every axis; those that still would
     get a digest of their outputs appended."""
     fixed = [a for a in NAMED_AXES if a not in keys]
-    names = [rule_name(base, units, all_units, fixed, cfg) for units in by_shape]
+    names = [rule_name(base, units, all_units, fixed, order) for units in by_shape]
     if len(set(names)) < len(names):
-        names = [rule_name(base, units, all_units, NAMED_AXES, cfg) for units in by_shape]
+        names = [rule_name(base, units, all_units, NAMED_AXES, order) for units in by_shape]
     if len(set(names)) < len(names):
         names = [name if names.count(name) == 1 else name + "_" + hashlib.sha1("\n".join(
                      sorted(p for u in units for p in u.outputs)).encode()).hexdigest()[:6]
@@ -183,10 +203,11 @@ def _check_separable(stage: str, base: str, keys: tuple[str, ...],
                     "they can be told apart")
 
 
-def stage_rules(cfg: Mapping, stage: str, units: Sequence[Any]) -> list[StageRule]:
+def stage_rules(settings: RuleSettings, stage: str, units: Sequence[Any]) -> list[StageRule]:
     """The rules of a batchable stage with every job of its ``units`` (see the module
     docstring)."""
-    keys = group_keys(cfg, stage)
+    keys = group_keys(settings.group_by, stage)
+    cost = settings.cost
     kinds, in_kinds = output_kinds(stage), input_kinds(stage)
     groups: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
     for unit in units:
@@ -207,10 +228,10 @@ def stage_rules(cfg: Mapping, stage: str, units: Sequence[Any]) -> list[StageRul
         _check_separable(stage, base, keys, idents)
         shape_units = [[u for ident in group for u in groups[(base, ident)]] for group in idents]
         base_units = [u for group in shape_units for u in group]
-        names = _name_rules(cfg, base, keys, shape_units, base_units)
+        names = _name_rules(settings.axis_order, base, keys, shape_units, base_units)
         for name, (shape, group) in zip(names, by_shape.items(), strict=True):
             first = groups[(base, group[0])]
-            accelerator = wants_accelerator(cfg, stage, first[0].cost_name)
+            accelerator = cost.wants_accelerator(stage, first[0].cost_name)
             outputs: dict[str, list[str]] = {kind: [] for kind in kinds}
             for i, pattern in enumerate(shape):
                 outputs[kinds[i % len(kinds)]].append(pattern)
@@ -224,12 +245,12 @@ def stage_rules(cfg: Mapping, stage: str, units: Sequence[Any]) -> list[StageRul
                     for u in first for kind, fields in in_kinds))
             for ident in group:
                 members = groups[(base, ident)]
-                if any(wants_accelerator(cfg, stage, u.cost_name) != accelerator
+                if any(cost.wants_accelerator(stage, u.cost_name) != accelerator
                        for u in members):
                     raise GroupingError(f"group_by.{stage}: one {name} job would mix units "
                                         "that do and do not want an accelerator")
-                rule.jobs[ident] = Job(members, units_resources(
-                    cfg, stage, [(u.cost_name, u.dataset) for u in members], accelerator))
+                rule.jobs[ident] = Job(members, cost.units_resources(
+                    stage, [(u.cost_name, u.dataset) for u in members], accelerator))
             rules.append(rule)
     return rules
 
@@ -239,7 +260,8 @@ def stage_rules(cfg: Mapping, stage: str, units: Sequence[Any]) -> list[StageRul
 def _simple_jobs(stage: str, units: Mapping[str, Sequence[Any]]
                  ) -> dict[tuple[str, ...], tuple[list[Any], list[tuple[str | None, str | None]]]]:
     """Jobs of a stage that is not batched: wildcard values → (its units, the (prior or
-    method, dataset) pairs its cost sums: :func:`~postrisk.planning.cost.unit_cost`'s arguments)."""
+    method, dataset) pairs its cost sums: :meth:`~postrisk.planning.cost.CostModel.unit_cost`'s
+    arguments)."""
     if stage == "checks":  # one job reading every task store
         costs = [(None, u.dataset) for u in units["posterior"]]
         return {(): ([], costs)} if costs else {}
@@ -278,7 +300,7 @@ def _summary_jobs(study: Study, units: Mapping[str, Sequence[Any]]
     return {(): ([], costs)} if costs else {}
 
 
-def simple_rule(cfg: Mapping, stage: str, units: Mapping[str, Sequence[Any]]) -> StageRule:
+def simple_rule(cost: CostModel, stage: str, units: Mapping[str, Sequence[Any]]) -> StageRule:
     """The one rule of a stage that is not batched, with its jobs' units and resources (its
     outputs are written in the stage's .smk file); ``units``: every stage's units."""
     rule = StageRule(name=stage, stage=stage, keys=simple_keys(stage), outputs={},
@@ -287,14 +309,14 @@ def simple_rule(cfg: Mapping, stage: str, units: Mapping[str, Sequence[Any]]) ->
     jobs = (_summary_jobs(summaries[stage], units) if stage in summaries
             else _simple_jobs(stage, units))
     for ident, (members, items) in jobs.items():
-        rule.jobs[ident] = Job(members, units_resources(cfg, stage, items))
+        rule.jobs[ident] = Job(members, cost.units_resources(stage, items))
     return rule
 
 
-def workflow_rules(cfg: Mapping, units: Mapping[str, Sequence[Any]]
+def workflow_rules(settings: RuleSettings, units: Mapping[str, Sequence[Any]]
                    ) -> dict[str, list[StageRule]]:
-    """Every rule of the workflow for ``cfg`` with every job and its resources, by stage, from
-    every stage's ``units`` (:func:`postrisk.planning.units.stage_units`): the one source of the
+    """Every rule of the workflow with every job and its resources, by stage, from every
+    stage's ``units`` (:func:`postrisk.planning.units.stage_units`): the one source of the
     Snakemake rules' jobs and of ``postrisk plan``."""
-    return {stage: (stage_rules(cfg, stage, units[stage]) if is_batched(stage)
-                    else [simple_rule(cfg, stage, units)]) for stage in stages()}
+    return {stage: (stage_rules(settings, stage, units[stage]) if is_batched(stage)
+                    else [simple_rule(settings.cost, stage, units)]) for stage in stages()}

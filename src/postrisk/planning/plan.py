@@ -223,7 +223,7 @@ def plan_report(cfg: Mapping, planner: Planner | None = None,
         parts = " + ".join(f"{v:,.0f} {k}" for k, v in paper_fit_hours.items())
         lines += ["", f"fit (sweeps + final fits): estimate {estimates};",
                   f"  the paper reports ≈ {sum(paper_fit_hours.values()):,.0f} ({parts})"]
-    missing_priors = [p for p in cfg["priors"] if p not in implemented_priors(cfg)]
+    missing_priors = [p for p in cfg["priors"] if p not in implemented_priors(cfg["priors"])]
     missing_methods = [m for m in cfg.get("methods", []) if m not in implemented_methods(cfg)]
     if missing_priors or missing_methods:
         lines.append(f"(not implemented yet, not planned: priors {missing_priors or '-'}; "

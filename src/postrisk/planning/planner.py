@@ -35,7 +35,8 @@ from postrisk.planning.conditions import (
     implemented_methods,
     implemented_priors,
 )
-from postrisk.planning.jobs import StageRule, study_runs, workflow_rules
+from postrisk.planning.cost import CostModel
+from postrisk.planning.jobs import RuleSettings, StageRule, study_runs, workflow_rules
 from postrisk.planning.seeds import SeedPolicy
 from postrisk.planning.units import stage_units
 
@@ -50,13 +51,15 @@ class Planner:
         planning (:func:`~postrisk.planning.seeds.known_selections`; the GP and HBART posteriors
         of those cells are built on those seeds only)."""
         self.config = cfg
-        self.priors: list[str] = implemented_priors(cfg)
+        self.priors: list[str] = implemented_priors(cfg["priors"])
         self.methods: list[str] = implemented_methods(cfg)
         self.conditions: list[Condition] = implemented_conditions(cfg)
         self.seeds = SeedPolicy(cfg, selections)
         self.covariate_datasets: list[str] = covariate_datasets(cfg)
         self.units: dict[str, list[Any]] = stage_units(cfg, self.seeds)
-        self.rules: dict[str, list[StageRule]] = workflow_rules(cfg, self.units)
+        settings = RuleSettings.of(cfg)
+        self.cost: CostModel = settings.cost
+        self.rules: dict[str, list[StageRule]] = workflow_rules(settings, self.units)
 
     @classmethod
     def from_files(cls, *paths: str | Path) -> Planner:

@@ -45,7 +45,8 @@ def task_seeds(cfg: Mapping) -> list[int]:
     """Seeds whose task stores are built for every condition: every candidate when BNN is in
     the grid (its R̂ decides validity at run time), else the first ``valid_per_cell``."""
     seeds = cfg["seeds"]
-    n = seeds["candidates"] if "bnn" in implemented_priors(cfg) else seeds["valid_per_cell"]
+    bnn = "bnn" in implemented_priors(cfg["priors"])
+    n = seeds["candidates"] if bnn else seeds["valid_per_cell"]
     return list(range(n))
 
 

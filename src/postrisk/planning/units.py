@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from postrisk.grid.paths import condition_path, path
-from postrisk.grid.study import studies
+from postrisk.grid.study import studies, study_settings
 from postrisk.planning.conditions import (
     Condition,
     condition_methods,
@@ -352,7 +352,7 @@ def fit_units(cfg: Mapping, policy: SeedPolicy) -> list[FitUnit]:
     """Method by method, every condition it is fitted on."""
     conds = implemented_conditions(cfg)
     return [fit_unit(cfg, policy, c, m) for m in implemented_methods(cfg) for c in conds
-            if fits_method(cfg, m, c)]
+            if fits_method(cfg.get("method_grid") or {}, m, c)]
 
 
 def score_units(cfg: Mapping, policy: SeedPolicy) -> list[ScoreUnit]:
@@ -384,7 +384,8 @@ def disentanglement_units(cfg: Mapping, policy: SeedPolicy | None = None
             continue
         built = set(policy.posterior_seeds(c))
         at = partial(condition_path, c)
-        for method in (m for m in methods if fits_method(cfg, m, c)):
+        grid = cfg.get("method_grid") or {}
+        for method in (m for m in methods if fits_method(grid, m, c)):
             units += [DisentanglementUnit(c, int(s), method, at("task", seed=s),
                                           at("fit", method=method),
                                           at("disentanglement", seed=s, method=method))
@@ -414,5 +415,6 @@ def stage_units(cfg: Mapping, policy: SeedPolicy | None = None) -> dict[str, lis
         for stage in study.stages:
             units[stage.name] = list(stage.units(cfg, policy))
         if not study.stages:
-            units[study.name] = [study.name] if study.runs and study.runs(cfg) else []
+            units[study.name] = ([study.name] if study.runs
+                                 and study.runs(study_settings(cfg, study.name)) else [])
     return units

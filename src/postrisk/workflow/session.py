@@ -50,7 +50,7 @@ def prepare_imports(basedir: str | Path, cwd: str | Path | None = None) -> None:
     share_accelerator_memory()
 
 
-def export_outside_methods(config: Mapping) -> None:
-    """The validated configuration's outside methods (name → location and search space), for
+def export_outside_methods(outside_methods: Mapping | None) -> None:
+    """A validated configuration's ``outside_methods`` (name → location and search space), for
     the jobs to import (:data:`postrisk.methods.registry.OUTSIDE_ENV`)."""
-    os.environ[OUTSIDE_ENV] = json.dumps(dict(config.get("outside_methods", {})))
+    os.environ[OUTSIDE_ENV] = json.dumps(dict(outside_methods or {}))

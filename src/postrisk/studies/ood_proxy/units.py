@@ -58,7 +58,7 @@ def study_methods(cfg: Mapping, condition: Condition) -> list[str]:
                and (chosen is None or m in chosen)]
     if is_study_dataset(condition.dataset):
         return methods
-    return [m for m in methods if fits_method(cfg, m, condition)]
+    return [m for m in methods if fits_method(cfg.get("method_grid") or {}, m, condition)]
 
 
 @dataclass(frozen=True)

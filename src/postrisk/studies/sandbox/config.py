@@ -7,7 +7,6 @@ from collections.abc import Mapping
 
 from postrisk.grid.config import positive_int_schema
 from postrisk.grid.config_methods import ConfigError
-from postrisk.grid.study import study_settings
 
 
 def _section(**properties: dict) -> dict:
@@ -47,12 +46,13 @@ def check_sandbox(study: Mapping) -> None:
                               f"domain [{lo}, {hi}]")
 
 
-def sandbox_runs(cfg: Mapping) -> bool:
-    """Whether ``all`` and ``studies`` plan the sandbox (``studies.sandbox.run``)."""
-    return bool(study_settings(cfg, "sandbox").get("run"))
+def sandbox_runs(section: Mapping) -> bool:
+    """Whether ``all`` and ``studies`` plan the sandbox (``run`` of config
+    ``studies.sandbox``, the ``section``)."""
+    return bool(section.get("run"))
 
 
-def summary_settings(cfg: Mapping) -> dict:
-    """Config ``studies.sandbox`` without ``run``: whether ``all`` plans the sandbox does not
-    change what it builds (nor, then, its params)."""
-    return {k: v for k, v in study_settings(cfg, "sandbox").items() if k != "run"}
+def summary_settings(section: Mapping) -> dict:
+    """Config ``studies.sandbox`` (the ``section``) without ``run``: whether ``all`` plans the
+    sandbox does not change what it builds (nor, then, its params)."""
+    return {k: v for k, v in section.items() if k != "run"}

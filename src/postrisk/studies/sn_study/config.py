@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from postrisk.covariates.registry import task_datasets
 from postrisk.grid.config import names_schema, positive_int_schema
 from postrisk.grid.config_methods import ConfigError
-from postrisk.grid.study import study_settings
 from postrisk.grid.vocabulary import COVERAGES, NOISE_MODES, PRIORS
 
 #: The methods on the shared network that App. D.4 re-tunes with spectral normalisation and
@@ -43,8 +42,8 @@ def check_sn_study(study: Mapping) -> None:
                               "upwards ([low, high], high > low)")
 
 
-def summary_settings(cfg: Mapping) -> dict:
-    """What the study's tables take from its section: the bootstrap's replicates and the
-    instances per method below which a regression is not interpreted."""
-    section = study_settings(cfg, "sn_study")
+def summary_settings(section: Mapping) -> dict:
+    """What the study's tables take from its config ``section`` (``studies.sn_study``): the
+    bootstrap's replicates and the instances per method below which a regression is not
+    interpreted."""
     return {key: section[key] for key in ("bootstrap", "min_instances") if key in section}
