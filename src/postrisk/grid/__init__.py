@@ -13,6 +13,7 @@ imports only those below it; ``make lint`` checks it):
 * :mod:`~postrisk.grid.paths` — where every store, log and benchmark lives;
 * :mod:`~postrisk.grid.artefacts` — the catalogue of every table, figure, page and release file;
 * :mod:`~postrisk.grid.stages` — the stages, the keys of their units, how units group;
+* :mod:`~postrisk.grid.schema` — the configuration's JSON schema;
 * :mod:`~postrisk.grid.config_methods` — the configuration's method names: outside methods
   resolved, entries for methods that ``methods`` does not list set aside;
 * :mod:`~postrisk.grid.config` — reading the configuration (the fitted cost model, then

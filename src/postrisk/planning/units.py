@@ -36,7 +36,8 @@ from postrisk.planning.seeds import SeedPolicy
 from postrisk.tasks.key import TaskKey, config_digest
 
 
-def _key_wildcards(key: TaskKey) -> dict[str, str]:
+def key_wildcards(key: TaskKey) -> dict[str, str]:
+    """An instance's wildcards (a unit of one instance names its job by them)."""
     return {"dataset": key.dataset, "prior": key.prior, "noise": key.noise,
             "coverage": key.coverage, "seed": str(key.seed)}
 
@@ -76,15 +77,16 @@ class PriorUnit:
         return self.prior
 
 
-class _InstanceUnit:
-    """What a unit of one instance (its ``key``, writing ``out``) says of itself."""
+class InstanceUnit:
+    """What a unit of one instance (its ``key``, writing ``out``) says of itself; a study's
+    unit of one instance derives from it."""
 
     key: TaskKey
     out: str
 
     @property
     def wildcards(self) -> dict[str, str]:
-        return _key_wildcards(self.key)
+        return key_wildcards(self.key)
 
     @property
     def outputs(self) -> tuple[str, ...]:
@@ -100,7 +102,7 @@ class _InstanceUnit:
 
 
 @dataclass(frozen=True)
-class SampleUnit(_InstanceUnit):
+class SampleUnit(InstanceUnit):
     """One instance's sample store: training inputs, f* and noisy targets (``n`` training rows;
     ``digest``: its prior's sample settings, :func:`postrisk.tasks.key.config_digest`;
     ``noise_strength``: the noise modes' strength s, config ``noise_model.strength``)."""
@@ -119,7 +121,7 @@ class SampleUnit(_InstanceUnit):
 
 
 @dataclass(frozen=True)
-class PosteriorUnit(_InstanceUnit):
+class PosteriorUnit(InstanceUnit):
     """One instance's reference posterior (``settings``: config ``posterior.<prior>``)."""
 
     key: TaskKey
@@ -155,9 +157,10 @@ class ValidSeedsUnit:
         return None
 
 
-class _ConditionUnit:
+class ConditionUnit:
     """What a unit of one condition says of itself: the dataset whose rows scale its cost, and
-    (for a method's unit) the method its cost entry is looked up by."""
+    (for a method's unit) the method its cost entry is looked up by; a study's unit of one
+    condition derives from it."""
 
     condition: Condition
 
@@ -171,7 +174,7 @@ class _ConditionUnit:
 
 
 @dataclass(frozen=True)
-class FitUnit(_ConditionUnit):
+class FitUnit(ConditionUnit):
     """One (method, condition): its tuning sweep when tuned (on the seed-0 sample,
     ``samples[0]``; ``tuning``: config ``tuning``, None when not tuned), the configuration it
     used (``config``), then a fit on every usable seed (``fits``).
@@ -211,7 +214,7 @@ class FitUnit(_ConditionUnit):
 
 
 @dataclass(frozen=True)
-class ScoreUnit(_ConditionUnit):
+class ScoreUnit(ConditionUnit):
     """One condition's scores: every method fitted there and the reference rows, on the usable
     seeds among ``seeds`` (the cell's ``selection`` file, or the first ``n_valid``)."""
 
@@ -230,7 +233,7 @@ class ScoreUnit(_ConditionUnit):
 
 
 @dataclass(frozen=True)
-class DisentanglementUnit(_ConditionUnit):
+class DisentanglementUnit(ConditionUnit):
     """One method's Disentanglement Error experiment on one instance, at the configuration of
     its condition's fit store (``fit``)."""
 
@@ -296,7 +299,7 @@ def _instance_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
     return keys
 
 
-def _posterior_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
+def posterior_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
     """The instances whose reference posterior is built: :func:`_instance_keys` on the seeds
     :meth:`SeedPolicy.posterior_seeds` gives their condition."""
     return [k for k in _instance_keys(cfg, policy)
@@ -310,16 +313,16 @@ def sample_units(cfg: Mapping, policy: SeedPolicy) -> list[SampleUnit]:
     return [SampleUnit(k, path("covariates", dataset=k.dataset),
                        path("prior", dataset=k.dataset, prior=k.prior),
                        training_size(k.dataset, cfg["sizes"].get("n_cap")), digests[k.prior],
-                       path("sample", **_key_wildcards(k)),
+                       path("sample", **key_wildcards(k)),
                        float(cfg["noise_model"]["strength"]))
             for k in keys]
 
 
 def posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[PosteriorUnit]:
-    """Every reference posterior (:func:`_posterior_keys`)."""
-    return [PosteriorUnit(k, path("sample", **_key_wildcards(k)), cfg["posterior"][k.prior],
-                          path("task", **_key_wildcards(k)))
-            for k in _posterior_keys(cfg, policy)]
+    """Every reference posterior (:func:`posterior_keys`)."""
+    return [PosteriorUnit(k, path("sample", **key_wildcards(k)), cfg["posterior"][k.prior],
+                          path("task", **key_wildcards(k)))
+            for k in posterior_keys(cfg, policy)]
 
 
 def valid_seeds_units(cfg: Mapping, policy: SeedPolicy) -> list[ValidSeedsUnit]:

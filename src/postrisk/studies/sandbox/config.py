@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from postrisk.grid.config import positive_int_schema
 from postrisk.grid.config_methods import ConfigError
+from postrisk.grid.schema import positive_int_schema
 
 
 def _section(**properties: dict) -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from postrisk.covariates.registry import task_datasets
-from postrisk.grid.config import names_schema, positive_int_schema
 from postrisk.grid.config_methods import ConfigError
+from postrisk.grid.schema import names_schema, positive_int_schema
 from postrisk.grid.vocabulary import COVERAGES, NOISE_MODES, PRIORS
 
 #: The methods on the shared network that App. D.4 re-tunes with spectral normalisation and

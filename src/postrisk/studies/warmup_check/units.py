@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from postrisk.covariates.registry import task_datasets
-from postrisk.grid.config import names_schema
 from postrisk.grid.paths import path
+from postrisk.grid.schema import names_schema
 from postrisk.grid.study import study_settings
 from postrisk.planning.seeds import SeedPolicy
-from postrisk.planning.units import _InstanceUnit, _key_wildcards, _posterior_keys
+from postrisk.planning.units import InstanceUnit, key_wildcards, posterior_keys
 from postrisk.tasks.key import TaskKey
 
 #: An instance's reference posterior rebuilt with ``factor`` × the warm-up (a task store like
@@ -36,7 +36,7 @@ def warmup_check_schema(methods: tuple[str, ...]) -> dict:
 
 
 @dataclass(frozen=True)
-class WarmupPosteriorUnit(_InstanceUnit):
+class WarmupPosteriorUnit(InstanceUnit):
     """One instance's reference posterior rebuilt with ``factor`` × its warm-up: the same sample
     and posterior seed as the benchmark's ``task`` store; ``settings``: config
     ``posterior.<prior>`` with the warm-up multiplied (tempered share unchanged)."""
@@ -50,7 +50,7 @@ class WarmupPosteriorUnit(_InstanceUnit):
 
     @property
     def wildcards(self) -> dict[str, str]:
-        return {**_key_wildcards(self.key), "factor": str(self.factor)}
+        return {**key_wildcards(self.key), "factor": str(self.factor)}
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -63,11 +63,11 @@ def posterior_units(cfg: Mapping, policy: SeedPolicy) -> list[WarmupPosteriorUni
     study = study_settings(cfg, "warmup_check")
     datasets, prior = set(study.get("datasets", [])), study.get("prior", "hbart")
     units = []
-    for k in _posterior_keys(cfg, policy):
+    for k in posterior_keys(cfg, policy):
         if k.prior != prior or k.dataset not in datasets:
             continue
         base = dict(cfg["posterior"][k.prior])
-        wc = _key_wildcards(k)
+        wc = key_wildcards(k)
         units += [WarmupPosteriorUnit(k, int(f), path("sample", **wc), path("task", **wc),
                                       {**base, "warmup": int(base["warmup"]) * int(f)},
                                       path("warmup_check_task", **wc, factor=int(f)))
