@@ -17,16 +17,15 @@ EXTENT = {"scale", "datasets", "ood_datasets", "priors", "noise_modes", "coverag
 
 
 def test_the_slice_changes_the_extent_only():
-    from postrisk.grid.config import deep_merge, load_config, validate_config
+    from postrisk.grid.config import load_config
 
     preset = yaml.safe_load(PRESET.read_text())
     assert set(preset) <= EXTENT, set(preset) - EXTENT
     assert set(preset["covariates"]) <= {"prefer_offline_package"}
     paper = load_config(REPO / "config.yaml")
-    merged = validate_config(deep_merge(yaml.safe_load((REPO / "config.yaml").read_text()),
-                                        preset))
+    merged = load_config(REPO / "config.yaml", PRESET)
     for key in ("posterior", "gp_prior", "hbart_prior", "bnn_prior", "tuning", "sizes",
-                "group_by", "method_settings", "prior_grid", "method_grid"):
+                "group_by", "method_settings", "prior_grid", "method_grid", "cost_model"):
         assert merged.get(key) == paper.get(key), key
     assert set(merged["methods"]) <= set(paper["methods"])
     assert not merged["accelerator"]["use"]  # a CPU machine: no job asks for a GPU

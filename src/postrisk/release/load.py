@@ -230,7 +230,7 @@ def _vocabulary(field: str) -> tuple[str, ...]:
         from postrisk.covariates.registry import task_datasets
 
         return tuple(task_datasets())
-    from postrisk.grid import vocabulary  # the module
+    from postrisk.grid import vocabulary
 
     return {"prior": vocabulary.PRIORS, "noise": vocabulary.NOISE_MODES,
             "coverage": vocabulary.COVERAGES}[field]
