@@ -510,3 +510,23 @@ def test_each_method_is_named_once(repo):
     narrowed = validate_config(deep_merge(paper, {"disentanglement": {"methods": ["gp", "blr"]}}))
     assert disentanglement_methods(narrowed) == ["gp", "blr"]
 
+
+def test_one_section_is_read_and_checked_alone(repo, tmp_path, monkeypatch):
+    """read_section: the section read_config would return (same files, same merge), checked
+    against its own schema; a bad value there is a ConfigError naming the key, a bad key
+    elsewhere is not its business."""
+    from postrisk.grid.config import read_config, read_section
+
+    monkeypatch.chdir(tmp_path)  # no ./config.yaml: the packaged defaults
+    assert read_section("release") == read_config()["release"]
+    mine = _write(tmp_path / "mine.yaml", {"release": {"download_dir": "elsewhere"},
+                                           "datasets": ["not_a_dataset"]})
+    assert read_section("release", mine)["download_dir"] == "elsewhere"
+    with pytest.raises(ConfigError, match="datasets"):
+        read_config(mine)
+    bad = _write(tmp_path / "bad.yaml", {"release": {"retries": 0}})
+    with pytest.raises(ConfigError, match=r"release\.retries"):
+        read_section("release", bad)
+    with pytest.raises(KeyError, match="not a section read alone"):
+        read_section("methods")
+

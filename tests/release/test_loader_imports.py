@@ -3,8 +3,10 @@ light install) never imports the planner, the units, the jobs, the cost model, t
 a study package. Run in a fresh interpreter, so that nothing the test session imported counts."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,9 +20,10 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("postrisk"))))
 """
 
 
-def _modules(statement: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", PROBE.format(statement=statement)],
-                         check=True, capture_output=True, text=True).stdout
+def _modules(statement: str, cwd: Path | None = None) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k != "POSTRISK_DATA"}
+    out = subprocess.run([sys.executable, "-c", PROBE.format(statement=statement)], cwd=cwd,
+                         env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -37,6 +40,17 @@ def test_loading_a_task_imports_no_planning_module(statement):
     assert "postrisk.release.load" in modules  # the probe did load
     planning = [m for m in modules if m.startswith(FORBIDDEN)]
     assert not planning, f"loading a task imported {planning}"
+
+
+def test_the_default_root_is_found_without_the_planning_layer(tmp_path):
+    """Without a root (no ``$POSTRISK_DATA``, no config.yaml here): the packaged configuration's
+    download folder, read from its ``release`` section alone (validating the whole
+    configuration would look up every study package, and they import the planner)."""
+    modules = _modules("import postrisk\nfrom postrisk.release.load import default_root\n"
+                       "postrisk.list_tasks(); print(default_root())", cwd=tmp_path)
+    assert "postrisk.grid.config" in modules  # the configuration was read
+    planning = [m for m in modules if m.startswith(FORBIDDEN)]
+    assert not planning, f"finding the default root imported {planning}"
 
 
 def test_the_probe_sees_a_planning_import():

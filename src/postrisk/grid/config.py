@@ -29,7 +29,7 @@ import jsonschema
 import yaml
 
 from postrisk.grid.config_methods import ConfigError, resolve_outside_methods
-from postrisk.grid.schema import config_schema
+from postrisk.grid.schema import SECTION_SCHEMAS, config_schema
 from postrisk.grid.stages import GroupingError, group_keys
 from postrisk.grid.stages import unit_keys as all_unit_keys
 from postrisk.grid.study import StudyError, load_study_packages, renamed_stages, studies
@@ -219,7 +219,34 @@ def read_config(*configfiles: str | Path, base: str | Path | None = None) -> dic
     (:func:`default_config_path`) — merged over the fitted cost model, with each of
     ``configfiles`` merged over it in order (:func:`deep_merge`, Snakemake's ``--configfile``
     rule), validated."""
-    if base is None:
-        here = Path(CONFIG_FILE)
-        base = here if here.is_file() else default_config_path()
-    return load_config(base, *configfiles)
+    return load_config(_base(base), *configfiles)
+
+
+def read_section(key: str, *configfiles: str | Path, base: str | Path | None = None) -> Any:
+    """The section ``key`` of the configuration :func:`read_config` reads (the same files,
+    merged the same way), checked against that section's own schema alone
+    (:data:`~postrisk.grid.schema.SECTION_SCHEMAS`): no study package is looked up and no other
+    section validated, so that what needs one section — a task's loader, its download
+    folder — stays light."""
+    if key not in SECTION_SCHEMAS:
+        raise KeyError(f"read_section: {key!r} is not a section read alone; known: "
+                       f"{', '.join(SECTION_SCHEMAS)}")
+    merged: dict = {}
+    for layer in read_layers(_base(base), *configfiles, cost_model=False):
+        merged = deep_merge(merged, layer)
+    wrapped = {key: merged.get(key)}
+    validator = jsonschema.Draft202012Validator({
+        "type": "object", "required": [key], "properties": {key: SECTION_SCHEMAS[key]()}})
+    errors = list(validator.iter_errors(wrapped))
+    if errors:
+        raise ConfigError(_message(jsonschema.exceptions.best_match(errors)))
+    return copy.deepcopy(wrapped[key])
+
+
+def _base(base: str | Path | None) -> str | Path:
+    """The base configuration: ``base``, else ``./config.yaml`` where the working directory
+    has one, else the packaged defaults."""
+    if base is not None:
+        return base
+    here = Path(CONFIG_FILE)
+    return here if here.is_file() else default_config_path()

@@ -72,6 +72,32 @@ def studies_schema(methods: tuple[str, ...]) -> dict:
             "properties": {s.name: s.schema(methods) for s in studies()}}
 
 
+def release_schema() -> dict:
+    """Config ``release``: the released suite's packing limits and where downloads come from
+    and go (a section that stands alone: :data:`SECTION_SCHEMAS`)."""
+    return {
+        "type": "object", "additionalProperties": False,
+        "required": ["base_url", "download_dir", "max_bytes", "max_files", "retries",
+                     "timeout_s"],
+        "properties": {
+            "base_url": {"anyOf": [{"type": "null"},
+                                   {"type": "string", "pattern": "^https?://"}]},
+            "download_dir": {"type": "string", "minLength": 1},
+            "datasets": {"anyOf": [{"type": "null"}, names_schema(task_datasets())]},
+            "priors": {"anyOf": [{"type": "null"}, names_schema(PRIORS)]},
+            "max_bytes": positive_int_schema(),
+            "max_files": positive_int_schema(),
+            "retries": positive_int_schema(),
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        },
+    }
+
+
+#: The sections whose schema stands alone (no study, no method list): one of them is read and
+#: checked without validating the rest (:func:`postrisk.grid.config.read_section`).
+SECTION_SCHEMAS = {"release": release_schema}
+
+
 def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
     """The JSON schema of a workflow configuration (config.yaml merged with a preset);
     ``methods``: the method names it may use (the paper's and the outside methods')."""
@@ -272,22 +298,7 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
             "studies": studies_schema(methods),
             "study_packages": {"type": "array", "items": {"type": "string", "minLength": 1},
                                "uniqueItems": True},
-            "release": {
-                "type": "object", "additionalProperties": False,
-                "required": ["base_url", "download_dir", "max_bytes", "max_files", "retries",
-                             "timeout_s"],
-                "properties": {
-                    "base_url": {"anyOf": [{"type": "null"},
-                                           {"type": "string", "pattern": "^https?://"}]},
-                    "download_dir": {"type": "string", "minLength": 1},
-                    "datasets": {"anyOf": [{"type": "null"}, names_schema(task_datasets())]},
-                    "priors": {"anyOf": [{"type": "null"}, names_schema(PRIORS)]},
-                    "max_bytes": positive_int_schema(),
-                    "max_files": positive_int_schema(),
-                    "retries": positive_int_schema(),
-                    "timeout_s": {"type": "number", "exclusiveMinimum": 0},
-                },
-            },
+            "release": release_schema(),
             "budget_s": {
                 "type": "object",
                 "additionalProperties": {"type": "number", "exclusiveMinimum": 0},

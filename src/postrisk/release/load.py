@@ -76,9 +76,9 @@ class TaskEntry:
 
 @functools.cache
 def _packaged_download_dir() -> Path:
-    from postrisk.grid.config import default_config_path, read_config
+    from postrisk.grid.config import default_config_path, read_section
 
-    return Path(read_config(base=default_config_path())["release"]["download_dir"])
+    return Path(read_section("release", base=default_config_path())["download_dir"])
 
 
 def default_root() -> Path:
@@ -94,10 +94,10 @@ def configured_root(root: str | Path | None = None,
     release)."""
     if root is not None or os.environ.get(DATA_ENV):
         return root
-    from postrisk.grid.config import read_config
+    from postrisk.grid.config import read_section
     from postrisk.release import download_settings
 
-    release = read_config(*(configfiles or ())).get("release")
+    release = read_section("release", *(configfiles or ()))
     return Path(download_settings(release)["download_dir"])
 
 
@@ -105,9 +105,9 @@ def _release_url_configured() -> bool:
     """Whether the configuration ``postrisk download`` reads (``./config.yaml``, else the
     packaged defaults) sets ``release.base_url``, so the command needs no ``--url``."""
     try:
-        from postrisk.grid.config import read_config
+        from postrisk.grid.config import read_section
 
-        return bool((read_config().get("release") or {}).get("base_url"))
+        return bool(read_section("release").get("base_url"))
     except (ValueError, OSError, KeyError):  # a broken config.yaml: say --url
         return False
 
