@@ -80,16 +80,13 @@ UNIT_TRIALS = 30  # and UNIT_FITS fits (cost_anchors)
 @functools.cache
 def _config(dataset: str) -> dict:
     """config.yaml narrowed to one cell of ``dataset`` and one seed (its settings untouched)."""
-    from postrisk.grid.config import deep_merge, read_layers, validate_config
+    from postrisk.grid.config import merge_layers, read_layers, validate_config
 
     layers = [*read_layers(REPO / "config.yaml"),
               {"datasets": [dataset], "ood_datasets": [], "noise_modes": ["smooth_monotone"],
                "coverages": ["balanced"], "seeds": {"valid_per_cell": 1, "candidates": 1},
                "studies": {}, "disentanglement": {"methods": []}}]
-    merged: dict = {}
-    for layer in layers:
-        merged = deep_merge(merged, layer)
-    return validate_config(merged, layers)
+    return validate_config(merge_layers(layers), layers)
 
 
 def _units(cfg: dict, stage: str) -> list:

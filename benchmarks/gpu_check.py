@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import functools
 import importlib
 import importlib.metadata as md
 import json
@@ -117,7 +116,7 @@ def git_tree(out: Path) -> int:
 def build_stores(layers: list[str], out: Path) -> tuple[dict, dict]:
     """The merged config (config.yaml, offline Concrete, ``layers``) and each instance's manifest
     entry, its sample store built anew by the workflow's steps under ``out/results``."""
-    from postrisk.grid.config import deep_merge, read_layers, validate_config
+    from postrisk.grid.config import merge_layers, read_layers, validate_config
     from postrisk.grid.paths import path
     from postrisk.planning.conditions import training_size
     from postrisk.planning.cost import CostModel
@@ -126,7 +125,7 @@ def build_stores(layers: list[str], out: Path) -> tuple[dict, dict]:
 
     read = [*read_layers(REPO / "config.yaml"), {"covariates": {"prefer_offline_package": True}},
             *read_layers(*layers, cost_model=False)]
-    cfg = validate_config(functools.reduce(deep_merge, read, {}), read)
+    cfg = validate_config(merge_layers(read), read)
     dataset, noise, coverage, seed = INSTANCE
     results, instances = out / "results", {}
     shutil.rmtree(results, ignore_errors=True)

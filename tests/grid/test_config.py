@@ -201,7 +201,7 @@ def test_narrowing_a_presets_methods_ignores_their_entries_with_one_warning(repo
     """A file over a preset that lists fewer methods: the preset's entries for the methods it
     dropped (paper methods and outside methods, in all five sections) are ignored, with one
     warning naming them, instead of failing (and instead of copying the whole preset)."""
-    from postrisk.grid.config import deep_merge, read_layers
+    from postrisk.grid.config import merge_layers, read_layers
     from postrisk.planning.conditions import tuned_methods
 
     preset = _method_preset(tmp_path)
@@ -229,9 +229,7 @@ def test_narrowing_a_presets_methods_ignores_their_entries_with_one_warning(repo
     # the outside method is known from the preset that listed it: without the files merged,
     # its name is no method's at all
     layers = read_layers(repo / "config.yaml", preset, narrow)
-    merged: dict = {}
-    for layer in layers:  # the fitted cost model, config.yaml, the preset, the narrowing
-        merged = deep_merge(merged, layer)
+    merged = merge_layers(layers)  # the fitted cost model, config.yaml, the preset, the narrowing
     with pytest.raises(ConfigError, match=r"tuning.methods': \['knn_uncertainty'\] are "
                                           "neither methods of the paper"):
         validate_config(merged)

@@ -17,7 +17,7 @@ imports only those below it; ``make lint`` checks it):
 * :mod:`~postrisk.grid.config_methods` — the configuration's method names: outside methods
   resolved, entries for methods that ``methods`` does not list set aside;
 * :mod:`~postrisk.grid.config` — reading the configuration (the fitted cost model, then
-  ``config.yaml``, then presets), its schema, validation and merging.
+  ``config.yaml``, then presets), merging and validation; one section read alone.
 
 Nothing is re-exported here: import a name from its module (``from postrisk.grid.config import
 read_config``), so that importing one module loads only what it needs.

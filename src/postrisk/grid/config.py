@@ -163,10 +163,16 @@ def load_config(*paths: str | Path) -> dict:
     model, then validate; :func:`read_config` is the same with the base configuration found
     for you."""
     layers = read_layers(*paths)
+    return validate_config(merge_layers(layers), layers)
+
+
+def merge_layers(layers: Sequence[Mapping]) -> dict:
+    """``layers`` (:func:`read_layers`) merged in order, each over those before it
+    (:func:`deep_merge`), not validated."""
     merged: dict = {}
     for layer in layers:
         merged = deep_merge(merged, layer)
-    return validate_config(merged, layers)
+    return merged
 
 
 def read_layers(*paths: str | Path, cost_model: bool = True) -> list[dict]:
@@ -231,9 +237,7 @@ def read_section(key: str, *configfiles: str | Path, base: str | Path | None = N
     if key not in SECTION_SCHEMAS:
         raise KeyError(f"read_section: {key!r} is not a section read alone; known: "
                        f"{', '.join(SECTION_SCHEMAS)}")
-    merged: dict = {}
-    for layer in read_layers(_base(base), *configfiles, cost_model=False):
-        merged = deep_merge(merged, layer)
+    merged = merge_layers(read_layers(_base(base), *configfiles, cost_model=False))
     wrapped = {key: merged.get(key)}
     validator = jsonschema.Draft202012Validator({
         "type": "object", "required": [key], "properties": {key: SECTION_SCHEMAS[key]()}})

@@ -173,8 +173,19 @@ class ConditionUnit:
         return getattr(self, "method", None)
 
 
+class MethodUnit(ConditionUnit):
+    """What a unit of one method on one condition says of itself: its wildcards are the
+    condition's and the method's (the benchmark's fits and a study's fits derive from it)."""
+
+    method: str
+
+    @property
+    def wildcards(self) -> dict[str, str]:
+        return {**self.condition._asdict(), "method": self.method}
+
+
 @dataclass(frozen=True)
-class FitUnit(ConditionUnit):
+class FitUnit(MethodUnit):
     """One (method, condition): its tuning sweep when tuned (on the seed-0 sample,
     ``samples[0]``; ``tuning``: config ``tuning``, None when not tuned), the configuration it
     used (``config``), then a fit on every usable seed (``fits``).
@@ -195,10 +206,6 @@ class FitUnit(ConditionUnit):
     journal: str
     fits: str
     config: str
-
-    @property
-    def wildcards(self) -> dict[str, str]:
-        return {**self.condition._asdict(), "method": self.method}
 
     @property
     def inputs(self) -> tuple[str, ...]:

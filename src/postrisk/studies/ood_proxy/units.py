@@ -20,7 +20,7 @@ from postrisk.planning.conditions import (
     is_tuned,
 )
 from postrisk.planning.seeds import SeedPolicy
-from postrisk.planning.units import ConditionUnit
+from postrisk.planning.units import MethodUnit
 from postrisk.tasks.key import TaskKey
 
 #: One method refitted on a condition's instances and asked at their query rows against the
@@ -62,7 +62,7 @@ def study_methods(cfg: Mapping, condition: Condition) -> list[str]:
 
 
 @dataclass(frozen=True)
-class OODFitUnit(ConditionUnit):
+class OODFitUnit(MethodUnit):
     """The OOD study (App. D.3): one method on one of its in-distribution conditions, fitted on
     each instance as the benchmark fits it and asked at the instance's query rows against the
     OOD set (``ood_covariates``; ``n_query``: at most this many points per class).
@@ -85,10 +85,6 @@ class OODFitUnit(ConditionUnit):
     ood_covariates: str
     n_query: int
     out: str
-
-    @property
-    def wildcards(self) -> dict[str, str]:
-        return {**self.condition._asdict(), "method": self.method}
 
     @property
     def inputs(self) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from postrisk.planning.conditions import (
     implemented_conditions,
 )
 from postrisk.planning.seeds import SeedPolicy
-from postrisk.planning.units import ConditionUnit
+from postrisk.planning.units import MethodUnit
 
 #: Its files: one row per (seed, arm) of a method on a condition's instances; the arms'
 #: configurations and sweeps; the sweeps' journals (one per arm: the prefix, then
@@ -51,7 +51,7 @@ def study_methods(cfg: Mapping, condition: Condition) -> list[str]:
 
 
 @dataclass(frozen=True)
-class SNFitUnit(ConditionUnit):
+class SNFitUnit(MethodUnit):
     """The SN study (App. D.4): one network method's three arms on one condition — the plain
     arm at the benchmark's configuration (its fit store ``benchmark``: the configuration and the
     seeds it fitted), the SN and WD arms re-tuned (journals ``journal``.<arm>.log) and fitted on
@@ -70,10 +70,6 @@ class SNFitUnit(ConditionUnit):
     journal: str
     out: str
     tuning_out: str
-
-    @property
-    def wildcards(self) -> dict[str, str]:
-        return {**self.condition._asdict(), "method": self.method}
 
     @property
     def inputs(self) -> tuple[str, ...]:
