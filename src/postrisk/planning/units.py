@@ -291,7 +291,8 @@ def prior_units(cfg: Mapping) -> list[PriorUnit]:
 
 def _instance_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
     """Every instance, prior by prior; within a prior dataset by dataset, its cells in
-    sorted order, every built seed."""
+    sorted order, the seeds its condition may use (:meth:`SeedPolicy.condition_seeds`: every
+    candidate where the BNN's R̂ decides, else the first valid ones)."""
     by_prior: dict[str, list[Condition]] = {}
     for c in implemented_conditions(cfg):
         by_prior.setdefault(c.prior, []).append(c)
@@ -302,7 +303,7 @@ def _instance_keys(cfg: Mapping, policy: SeedPolicy) -> list[TaskKey]:
         for dataset in dict.fromkeys(c.dataset for c in cs):
             keys += [TaskKey(dataset, prior, noise, coverage, seed)
                      for noise, coverage in cells if (dataset, noise, coverage) in present
-                     for seed in policy.prior_seeds(prior)]
+                     for seed in policy.condition_seeds((dataset, prior, noise, coverage))]
     return keys
 
 
