@@ -1,5 +1,4 @@
 import json
-import math
 
 import numpy as np
 import pytest
@@ -13,14 +12,11 @@ from postrisk.evaluation.reference_rows import (
 from postrisk.methods import (
     FIT_RECORD_SCHEMA,
     METHODS,
-    BayesianLinearRegression,
     FitRecord,
     Prediction,
     UncertaintyMethod,
     fit_records_from_dataset,
     fit_records_to_dataset,
-    get_method,
-    make_method,
     run_fit,
 )
 from postrisk.methods.interface import validate_search_space
@@ -51,29 +47,6 @@ class _Good(UncertaintyMethod):
         return Prediction(np.full(m, self.mu_), np.full(m, self.scale), np.linspace(0, 1, m))
 
 
-class _Raises(_Good):
-    name = "raises"
-
-    def fit(self, x, y):
-        raise RuntimeError("boom in fit")
-
-
-class _WrongShape(_Good):
-    name = "wrong_shape"
-
-    def predict(self, x):
-        p = super().predict(x)
-        return Prediction(p.mean, p.aleatoric_var[:, None], p.epistemic_var)
-
-
-class _NegativeVar(_Good):
-    name = "negative_var"
-
-    def predict(self, x):
-        p = super().predict(x)
-        return Prediction(p.mean, p.aleatoric_var, p.epistemic_var - 0.5)
-
-
 class _NaN(_Good):
     name = "nan_mean"
 
@@ -82,20 +55,6 @@ class _NaN(_Good):
         mean = p.mean.copy()
         mean[0] = np.nan
         return Prediction(mean, p.aleatoric_var, p.epistemic_var)
-
-
-class _PredictRaises(_Good):
-    name = "predict_raises"
-
-    def predict(self, x):
-        raise ValueError("bad input")
-
-
-class _NotAPrediction(_Good):
-    name = "not_a_prediction"
-
-    def predict(self, x):
-        return {"mean": np.zeros(len(x))}
 
 
 @pytest.fixture
@@ -128,17 +87,6 @@ def test_search_space_declarations_are_checked():
         type("Bad", (_Good,), {"search_space": {"depth": ("int", 1, 3)}})
 
 
-def test_registry():
-    assert list(METHODS) == list(METHOD_ENTRIES)  # the method table, in its order
-    assert METHODS["blr"] is BayesianLinearRegression
-    assert get_method("blr") is BayesianLinearRegression
-    with pytest.raises(KeyError, match="unknown method 'gpx'; implemented: "
-                       + ", ".join(sorted(METHOD_ENTRIES))):
-        get_method("gpx")
-    m = make_method("blr", {"tol": 1e-6}, random_state=4, n_threads=1)
-    assert isinstance(m, BayesianLinearRegression) and m.tol == 1e-6 and m.random_state == 4
-
-
 def test_the_method_table_names_every_class_and_group():
     for key, cls in METHODS.items():  # each class takes its names from its row of the table
         entry = table_entry(key)
@@ -166,62 +114,7 @@ def test_every_ablation_change_names_a_table_of_the_catalogue():
         assert artefact(change.table).stage == "tables" and change.column and change.description
 
 
-# -- run_fit -------------------------------------------------------------------------------
-def test_run_fit_ok_record(data):
-    rec = run_fit(_Good, {"scale": 0.3}, *data, random_state=0)
-    assert rec.ok and rec.status == "ok" and rec.error == ""
-    assert rec.method == "good"
-    assert rec.config == {"scale": 0.3, "act": "tanh"}  # resolved, defaults included
-    assert rec.mean.shape == rec.aleatoric_var.shape == rec.epistemic_var.shape == (7,)
-    assert rec.fit_seconds >= 0 and rec.predict_seconds >= 0
-    np.testing.assert_array_equal(rec.aleatoric_var, 0.3)
-
-
-@pytest.mark.parametrize("cls, message", [
-    (_Raises, "fit raised RuntimeError: boom in fit"),
-    (_PredictRaises, "predict raised ValueError: bad input"),
-    (_WrongShape, "invalid output: aleatoric_var has shape (7, 1), expected (7,)"),
-    (_NegativeVar, "invalid output: epistemic_var has 3 negative value(s) (min -0.5)"),
-    (_NaN, "invalid output: mean has 1 non-finite value(s)"),
-    (_NotAPrediction, "invalid output: predict returned dict, expected Prediction"),
-])
-def test_run_fit_turns_every_failure_into_a_failed_record(data, cls, message):
-    rec = run_fit(cls, {}, *data, random_state=0)
-    assert rec.status == "failed" and not rec.ok
-    assert message in rec.error
-    assert rec.method == cls.name
-    for arr in (rec.mean, rec.aleatoric_var, rec.epistemic_var):
-        assert arr.shape == (7,) and np.isnan(arr).all()
-    if cls is _Raises:
-        assert rec.fit_seconds >= 0 and math.isnan(rec.predict_seconds)
-
-
-def test_run_fit_never_raises_on_bad_names_configs_or_inputs(data):
-    x, y, xe = data
-    rec = run_fit("no_such_method", {}, x, y, xe, random_state=0)
-    assert rec.status == "failed" and "KeyError" in rec.error and "no_such_method" in rec.error
-    rec = run_fit(_Good, {"width": 3}, x, y, xe, random_state=0)
-    assert rec.status == "failed" and "construction raised TypeError" in rec.error
-    assert rec.config == {"width": 3}
-    rec = run_fit(_Good, {}, x, y, xe, random_state=0, n_threads=0)
-    assert rec.status == "failed" and "n_threads must be >= 1, got 0" in rec.error
-    rec = run_fit("blr", {}, x, y[:10], xe, random_state=0)  # mismatched y
-    assert rec.status == "failed" and rec.error.startswith("fit raised ValueError")
-    rec = run_fit("blr", {}, x, y, None, random_state=0)
-    assert rec.status == "failed" and rec.mean.shape == (0,)
-
-
-def test_run_fit_accepts_a_plain_tuple_from_predict(data):
-    class _Tuple(_Good):
-        name = "tuple"
-
-        def predict(self, x):
-            p = super().predict(x)
-            return p.mean, p.aleatoric_var, p.epistemic_var
-
-    assert run_fit(_Tuple, {}, *data, random_state=0).ok
-
-
+# -- fit records ---------------------------------------------------------------------------
 def test_fit_records_dataset_round_trip(data):
     recs = [run_fit(_Good, {"scale": 0.3}, *data, random_state=s) for s in range(2)]
     bad = run_fit(_NaN, {"scale": 0.3}, *data, random_state=2)

@@ -63,6 +63,9 @@ class MethodError(Exception):
 
 #: Outside methods of this process (``postrisk.methods.outside``): name -> class.
 _OUTSIDE: dict[str, type[UncertaintyMethod]] = {}
+#: The location each outside name was registered from (a subclass of UncertaintyMethod is
+#: registered as it is, without a ``location`` attribute of its own).
+_LOCATIONS: dict[str, str] = {}
 #: The environment variable through which a workflow hands its outside methods to its jobs:
 #: JSON ``{name: {"location": "module:Class", "search_space": {...} | null}}``.
 OUTSIDE_ENV = "POSTRISK_OUTSIDE_METHODS"
@@ -78,10 +81,11 @@ def register_outside(location: str, search_space: dict | None = None) -> str:
     if name in METHOD_ENTRIES:
         raise OutsideMethodError(f"{location}: its name {name!r} is a built-in method's; give "
                                  "the class another `name`")
-    known = _OUTSIDE.get(name)
-    if known is not None and getattr(known, "location", location) != location:
-        raise OutsideMethodError(f"{location}: name {name!r} is taken by {known.location}")
+    taken_by = _LOCATIONS.get(name, location) if name in _OUTSIDE else location
+    if taken_by != location:
+        raise OutsideMethodError(f"{location}: name {name!r} is taken by {taken_by}")
     _OUTSIDE[name] = cls
+    _LOCATIONS[name] = location
     return name
 
 

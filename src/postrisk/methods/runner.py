@@ -140,9 +140,14 @@ def run_estimator(method: UncertaintyMethod, x_train, y_train, x_eval,
     NaN-filled arrays. The record's ``config`` is the method's hyper-parameters
     (:meth:`~postrisk.methods.interface.UncertaintyMethod.hyperparameters`, defaults included).
     """
-    label, m = str(method.name), _rows(x_eval)
-    config = method.hyperparameters()
+    label = str(getattr(method, "name", None) or type(method).__name__)
+    m = _rows(x_eval)
     fit_s = predict_s = math.nan
+    try:
+        config = method.hyperparameters()
+    except Exception as exc:  # noqa: BLE001 - e.g. a constructor that did not store a parameter
+        return _failed(label, m, {}, f"reading its hyper-parameters raised "
+                       f"{type(exc).__name__}: {exc}", fit_s, predict_s)
     phase = "fit"
     try:
         n_threads = int(method.n_threads)
