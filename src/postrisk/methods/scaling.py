@@ -64,13 +64,15 @@ class Standardizer:
             standardize_targets: bool = True) -> Standardizer:
         d = x.shape[1]
         if standardize_inputs:
-            sd = x.std(axis=0)
-            x_mean, x_scale = x.mean(axis=0), np.where(sd > 0, sd, 1.0)
+            # a constant column (max = min) keeps scale 1: its computed SD need not be 0 where
+            # its value is not representable (np.std of [0.1, 0.1, 0.1] is 1.4e-17)
+            constant = np.ptp(x, axis=0) == 0
+            x_mean, x_scale = x.mean(axis=0), np.where(constant, 1.0, x.std(axis=0))
         else:
             x_mean, x_scale = np.zeros(d), np.ones(d)
         if standardize_targets:
             s_y = float(y.std())
-            y_mean, y_scale = float(y.mean()), (s_y if s_y > 0 else 1.0)
+            y_mean, y_scale = float(y.mean()), (1.0 if np.ptp(y) == 0 else s_y)
         else:
             y_mean, y_scale = 0.0, 1.0
         return cls(x_mean=x_mean, x_scale=x_scale, y_mean=y_mean, y_scale=y_scale)
