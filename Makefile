@@ -18,7 +18,7 @@ help:
 	@echo "make embedded-suite the package's small suite, from the slice's results"
 	@echo "make test       fast test tier (<= 10 min)"
 	@echo "make test-slow  slow test tier (<= 40 min)"
-	@echo "make lint       ruff + snakemake --lint + import contracts (lint-imports)"
+	@echo "make lint       ruff + snakemake --lint + import contracts + the docs' checks"
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -86,9 +86,10 @@ test-slow: env
 	$(BIN)/pytest -m slow -q --durations=15
 
 lint: env
-	$(BIN)/ruff check src tests scripts benchmarks
+	$(BIN)/ruff check src tests scripts benchmarks tools
 	$(BIN)/snakemake --lint
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/python tools/docs_check.py
 
 envs: env
 	$(BIN)/postrisk envs --write

@@ -1,4 +1,4 @@
-# The Disentanglement Error experiment (docs/evaluation.md, "Disentanglement Error"): one job
+# The Disentanglement Error experiment (docs/evaluation.md, "The Disentanglement Error experiment"): one job
 # per configured (instance, method) refits the method, at its fit job's configuration, on
 # subsampled and label-permuted training sets; the tables stage turns the per-level means into
 # the Disentanglement Error table.

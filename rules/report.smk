@@ -1,4 +1,4 @@
-# The report (docs/evaluation.md, "Report"): the evaluation tables (one job over every
+# The report (docs/evaluation.md, "Figures and the report"): the evaluation tables (one job over every
 # condition's scores, one bootstrap stream), each figure (one job each, from the tables it
 # reads) and the HTML page. Every file is a catalogue entry (postrisk.grid.artefacts): a new
 # table or figure is one entry and one builder function, and these rules pick it up.

@@ -1,9 +1,9 @@
 """The grid planned for the cluster: the slurm profile's dry run of config.yaml, narrowed to a few
 datasets, noise modes and seeds so that every rule of the full grid still has jobs (its own file
 so that the fast tier's two test processes share the workflow tests evenly). The full grid's dry
-run with the profile runs in the slow tier, as the README's command
-(tests/workflow/test_readme.py); the planner's full-grid counts are checked without Snakemake
-(tests/grid/test_jobs.py)."""
+run with the profile runs in the slow tier, as the user guide's command
+(tests/workflow/test_documented_commands.py); the planner's full-grid counts are checked without
+Snakemake (tests/planning/test_jobs.py)."""
 
 import pytest
 import yaml

@@ -1,9 +1,11 @@
-"""Every command block of the README runs as written: on a fresh copy of the checkout, with an
-empty ``HOME`` and no network, in the order the README gives them, after its first command,
-``make demo`` (the copy gets the results of the slow tier's demo run, ``demo`` in
-tests/workflow/conftest.py, with their time stamps).
+"""Every command block of the README and of the user guide runs as written: on a fresh copy of
+the checkout, with an empty ``HOME`` and no network, in the order the documents give them (the
+README's, then the guide's), after the README's first command, ``make demo`` (the copy gets the
+results of the slow tier's demo run, ``demo`` in tests/workflow/conftest.py, with their time
+stamps).
 
-Blocks a marker exempts are not run here: ``<!-- needs: network -->`` (or ``cluster``) before a
+Blocks a marker exempts are not run here (``tools/docs_check.py``, run by ``make lint``, fails
+on any other exemption): ``<!-- needs: network -->`` or ``<!-- needs: cluster -->`` before a
 block; the two commands (``make demo``, ``make test``: CI runs them); the release and evaluate
 snippets (``<!-- release-snippet -->``, ``<!-- evaluate-snippet -->``), which need a published
 release and run as written against a loopback server in ``test_workflow.test_release_round_trip``.
@@ -12,64 +14,31 @@ release and run as written against a loopback server in ``test_workflow.test_rel
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import time
 
 import pytest
+from tools.docs_check import RUNNABLE_DOCS, SNIPPETS, command_blocks, exemption
 
 from tests.workflow_helpers import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 
-#: Markers that exempt a block (the words after ``needs:``).
-OFFLINE_EXEMPT = {"network", "cluster"}
-#: Snippet markers whose blocks run elsewhere (test_workflow.test_release_round_trip).
-SNIPPETS = {"release-snippet", "evaluate-snippet"}
-#: The README's slow-tier budget for all its offline blocks together (seconds).
-BUDGET_S = 180
-
-_BLOCK = re.compile(r"```bash\n(.*?)```", re.DOTALL)
-_COMMENT = re.compile(r"<!--\s*(.*?)\s*-->")
+#: The slow-tier budget for all the documents' offline blocks together (seconds).
+BUDGET_S = 300
 
 
-def readme_blocks(text: str) -> list[tuple[str, list[str]]]:
-    """Every ```bash block of ``text`` with the HTML comments on the lines just before it
-    (blank lines between them allowed)."""
-    blocks = []
-    for match in _BLOCK.finditer(text):
-        before = text[:match.start()].rstrip("\n").splitlines()
-        markers = []
-        while before and (_COMMENT.fullmatch(before[-1].strip()) or not before[-1].strip()):
-            line = before.pop().strip()
-            if line:
-                markers.append(_COMMENT.fullmatch(line).group(1))
-        blocks.append((match.group(1), markers))
-    return blocks
-
-
-def exemption(block: str, markers: list[str]) -> str | None:
-    """Why a block is not run offline here, or None where it is."""
-    for marker in markers:
-        if marker in SNIPPETS:
-            return f"{marker}: run by test_release_round_trip"
-        if marker.startswith("needs:"):
-            needs = {w.strip() for w in marker.removeprefix("needs:").split(",")}
-            if needs & OFFLINE_EXEMPT:
-                return marker
-    if re.search(r"^make (demo|test)\b", block, flags=re.MULTILINE):
-        return "the two commands: CI runs them"
-    return None
-
-
-def test_readme_blocks_are_found_and_marked():
-    """The parser sees every block, and every exemption is one of the known kinds."""
-    blocks = readme_blocks((REPO / "README.md").read_text())
-    assert len(blocks) == (REPO / "README.md").read_text().count("```bash")
-    reasons = [exemption(b, m) for b, m in blocks]
-    assert any(r is None for r in reasons), "the README has no offline command block"
-    assert sum(r is not None and "snippet" in r for r in reasons) == len(SNIPPETS)
+def test_the_documents_blocks_are_found_and_marked():
+    """The parser sees every block, every document has one it runs, and the README holds both
+    snippets the release round trip runs."""
+    for name in RUNNABLE_DOCS:
+        text = (REPO / name).read_text()
+        blocks = command_blocks(text)
+        assert len(blocks) == text.count("```bash"), name
+        assert any(exemption(b, m) is None for b, m in blocks), f"{name}: no offline block"
+    readme = [exemption(b, m) for b, m in command_blocks((REPO / "README.md").read_text())]
+    assert sum(r is not None and "snippet" in r for r in readme) == len(SNIPPETS)
 
 
 def _fresh_copy(dest):
@@ -85,7 +54,7 @@ def _fresh_copy(dest):
     (dest / ".venv").symlink_to(REPO / ".venv")
 
 
-def test_every_offline_readme_command_runs_as_written(demo, tmp_path):
+def test_every_offline_documented_command_runs_as_written(demo, tmp_path):
     checkout, home = tmp_path / "postrisk", tmp_path / "home"
     checkout.mkdir()
     home.mkdir()
@@ -99,15 +68,16 @@ def test_every_offline_readme_command_runs_as_written(demo, tmp_path):
     env.update(offline)
     t0 = time.perf_counter()
     ran = []
-    for block, markers in readme_blocks((checkout / "README.md").read_text()):
-        if exemption(block, markers):
-            continue
-        left = BUDGET_S * 2 - (time.perf_counter() - t0)  # the guard: far beyond the budget
-        start = time.perf_counter()
-        run = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=checkout, env=env,
-                             capture_output=True, text=True, timeout=max(left, 1))
-        assert run.returncode == 0, f"README block failed:\n{block}\n{run.stderr[-3000:]}"
-        ran.append((time.perf_counter() - start, block.strip()))
-    assert ran
-    for seconds, block in ran:
-        print(f"{seconds:6.1f} s  {block}")
+    for name in RUNNABLE_DOCS:
+        for block, markers in command_blocks((checkout / name).read_text()):
+            if exemption(block, markers):
+                continue
+            left = BUDGET_S * 2 - (time.perf_counter() - t0)  # the guard: far beyond the budget
+            start = time.perf_counter()
+            run = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=checkout,
+                                 env=env, capture_output=True, text=True, timeout=max(left, 1))
+            assert run.returncode == 0, f"{name} block failed:\n{block}\n{run.stderr[-3000:]}"
+            ran.append((time.perf_counter() - start, name, block.strip()))
+    assert {name for _, name, _ in ran} == set(RUNNABLE_DOCS)
+    for seconds, name, block in ran:
+        print(f"{seconds:6.1f} s  {name}: {block.splitlines()[0]}")

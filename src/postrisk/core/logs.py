@@ -1,4 +1,4 @@
-"""Logging setup: where the library's log lines go, decided once per process (docs/design.md,
+"""Logging setup: where the library's log lines go, decided once per process (docs/contributing.md,
 "Engineering rules").
 
 Library modules report through :mod:`logging` only — ``logger = logging.getLogger(__name__)``,

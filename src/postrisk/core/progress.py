@@ -1,5 +1,5 @@
-"""Progress of a long loop: the library's one way of saying how far it has got (docs/design.md,
-"Engineering rules").
+"""Progress of a long loop: the library's one way of saying how far it has got
+(docs/contributing.md, "Engineering rules").
 
 A long loop reports through :func:`progress_steps` (or :func:`track`, its iterable form):
 

@@ -8,7 +8,7 @@ An entry says what the artefact is (``id``: its name, like the paper's: ``table7
 no plotting library). The rules' outputs, ``postrisk outputs``, the HTML report's contents, the
 tables page and the release's file list are all read from :func:`catalogue` (the benchmark's
 entries here, each study's from its registration); adding a table is one
-entry here and one builder function (docs/design.md, "Adding a table or a figure").
+entry here and one builder function (docs/contributing.md, "Adding a table").
 
 Order matters in two ways: the report shows its tables and figures in catalogue order, and the
 ``tables`` stage builds its tables in catalogue order from one bootstrap stream (a new table

@@ -1,4 +1,4 @@
-"""The release's Croissant metadata (``croissant.json``; docs/release.md, "Croissant metadata")
+"""The release's Croissant metadata (``croissant.json``; docs/release.md, "What a release holds")
 and the instance index it reads (``instances.csv``), both generated from the manifest.
 
 `Croissant <https://mlcommons.org/croissant/1.0>`_ (MLCommons) is the JSON-LD vocabulary dataset

@@ -1,5 +1,5 @@
 """An instance's quality record (posteriordb-style) and the Monte-Carlo error of its oracle
-targets (docs/release.md, "The quality record"). Pure functions of a task store's contents.
+targets (docs/release.md, "What a release holds"). Pure functions of a task store's contents.
 
 The record says which checks the instance's reference posterior went through, with their
 thresholds and outcomes, how it was sampled (settings, chains, draws), with which software and

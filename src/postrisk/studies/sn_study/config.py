@@ -16,8 +16,8 @@ SN_METHODS: tuple[str, ...] = ("nn_lap", "nn_fsp", "nn_deup", "nn_edl", "nn_swag
 
 
 def sn_study_schema(methods: tuple[str, ...] = ()) -> dict:
-    """Config ``studies.sn_study`` (docs/design.md, "Spectral normalisation"; ``run``: planned
-    in ``all`` and ``studies``)."""
+    """Config ``studies.sn_study`` (docs/design.md, "Does spectral normalisation help the
+    network methods?"; ``run``: planned in ``all`` and ``studies``)."""
     range_ = {"type": "array", "minItems": 2, "maxItems": 2,
               "items": {"type": "number", "exclusiveMinimum": 0}}
     properties = dict(
