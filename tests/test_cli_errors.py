@@ -164,4 +164,23 @@ def test_a_missing_extra_is_named(without_jax, root, capsys):
     assert raised.value.name == "jax"
     assert main(["evaluate", "gp", "--root", str(root)]) == 1
     assert _error(capsys) == ["error: method gp needs the 'methods' extra (jax is not installed): "
-                              "pip install 'postrisk[methods]'"]
+                              "pip install '.[methods]' in the postrisk checkout (as locked: "
+                              "uv sync --frozen --extra methods)"]
+
+
+def test_version_is_printed(capsys):
+    from postrisk import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"postrisk {__version__}"
+
+
+def test_envs_outside_a_checkout_writes_nothing(tmp_path, capsys):
+    """Fault: `postrisk envs` in a folder without uv.lock created an empty workflow/envs/ before
+    failing."""
+    for args in (["envs"], ["envs", "--check"]):
+        assert main([*args, "--root", str(tmp_path)]) == 1
+        assert _error(capsys) == [f"error: no uv.lock in {tmp_path.resolve()}: the environments "
+                                  "are generated in a postrisk checkout (run the command there, "
+                                  "or pass --root <checkout>)"]
+    assert list(tmp_path.iterdir()) == []

@@ -35,10 +35,21 @@ FAILED, BAD_CONFIG = 1, 2
 _debug = False
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from postrisk import __version__
+
+        typer.echo(f"postrisk {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _options(debug: Annotated[bool, typer.Option(
         "--debug", envvar="POSTRISK_DEBUG",
-        help="show an error's full traceback instead of one line")] = False) -> None:
+        help="show an error's full traceback instead of one line")] = False,
+        version: Annotated[bool, typer.Option(
+            "--version", callback=_print_version, is_eager=True,
+            help="print postrisk's version and exit")] = False) -> None:
     global _debug
     _debug = debug
 
@@ -338,8 +349,10 @@ def verify(folder: Annotated[Path, typer.Argument(
                f"{counts['bytes']:,} bytes"
                + (f"; {counts['skipped']} absent file(s) skipped" if counts["skipped"] else ""))
     if not counts["rhat"]:
+        from postrisk.core.errors import install_extra
+
         typer.echo("note: R̂ and ESS were not recomputed: they need ArviZ "
-                   "(pip install 'postrisk[samplers]')", err=True)
+                   f"({install_extra('samplers')})", err=True)
     if problems:
         typer.echo(f"{folder}: {len(problems)} problem(s) in {checked}", err=True)
         return FAILED

@@ -158,7 +158,8 @@ def test_a_built_in_method_whose_package_is_missing_names_the_extra(monkeypatch)
     err = raised.value
     assert isinstance(err, ImportError) and isinstance(err.__cause__, ModuleNotFoundError)
     assert str(err) == (f"method blr needs the {METHODS_EXTRA!r} extra (a_package_nobody_has is "
-                        f"not installed): pip install 'postrisk[{METHODS_EXTRA}]'")
+                        f"not installed): pip install '.[{METHODS_EXTRA}]' in the postrisk "
+                        f"checkout (as locked: uv sync --frozen --extra {METHODS_EXTRA})")
     assert err.name == err.__cause__.name and err.name.startswith("a_package_nobody_has")
     with pytest.raises(MissingExtra, match="method blr needs"):
         make_method("blr")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from postrisk.core.errors import install_extra
 from postrisk.methods.table import METHOD_ENTRIES, ablation_entry, table_entry
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ def get_method(name: str) -> type[UncertaintyMethod]:
             if not missing or missing == "postrisk":
                 raise
             raise MissingExtra(f"method {name} needs the {METHODS_EXTRA!r} extra ({missing} is "
-                               f"not installed): pip install 'postrisk[{METHODS_EXTRA}]'",
+                               f"not installed): {install_extra(METHODS_EXTRA)}",
                                name=err.name) from err
     outside = _OUTSIDE if name in _OUTSIDE else outside_methods()
     if name not in outside:

@@ -39,7 +39,7 @@ def verify_release(root: str | Path, present_only: bool = False) -> tuple[list[s
     with the file or instance it concerns (empty: everything agrees); counts of the files and
     instances checked, of the files ``skipped`` (``present_only``: a partial download's absent
     files, not a problem then), and ``rhat``: whether R̂ and ESS were recomputed (that needs
-    ArviZ, which the light install lacks: ``pip install 'postrisk[samplers]'``)."""
+    ArviZ, which the light install lacks: the ``samplers`` extra)."""
     root = Path(root)
     rhat = importlib.util.find_spec("arviz") is not None
     try:

@@ -112,7 +112,18 @@ def env_path(family: str, root: Path = Path(".")) -> Path:
     return root / "workflow" / "envs" / f"{family}.yaml"
 
 
+def _lock_of(root: Path) -> Path:
+    """The checkout's ``uv.lock``; outside a checkout an error before anything is written."""
+    lock = root / "uv.lock"
+    if not lock.is_file():
+        raise FileNotFoundError(f"no uv.lock in {root.resolve()}: the environments are generated "
+                                "in a postrisk checkout (run the command there, or pass --root "
+                                "<checkout>)")
+    return lock
+
+
 def write_envs(root: Path = Path(".")) -> list[Path]:
+    _lock_of(root)
     out = []
     for family in FAMILIES:
         path = env_path(family, root)
@@ -127,6 +138,7 @@ def write_envs(root: Path = Path(".")) -> list[Path]:
 
 def stale_envs(root: Path = Path(".")) -> list[str]:
     """Families whose file is missing or differs from what the lock gives."""
+    _lock_of(root)
     stale = []
     for family in FAMILIES:
         path = env_path(family, root)

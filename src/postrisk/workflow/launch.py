@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from importlib.util import find_spec
 from pathlib import Path
 
+from postrisk.core.errors import install_extra
+
 #: The checkout this package was installed from, where it was installed from one (editable).
 PACKAGE_CHECKOUT = Path(__file__).resolve().parents[3]
 
@@ -49,8 +51,8 @@ def snakemake_command(args: Sequence[str], root: Path | None = None) -> list[str
     with snakemake's arguments ``args``, with this interpreter; a ``RuntimeError`` where
     snakemake is not installed."""
     if find_spec("snakemake") is None:
-        raise RuntimeError("the workflow needs the pipeline extra: pip install "
-                           "'postrisk[pipeline]' (a checkout's `make env` installs everything)")
+        raise RuntimeError(f"the workflow needs the pipeline extra: {install_extra('pipeline')}; "
+                           "a checkout's `make env` installs everything")
     root = root or checkout()
     return [sys.executable, "-m", "snakemake", "-s", str(root / "Snakefile"), *args]
 

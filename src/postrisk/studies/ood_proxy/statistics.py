@@ -45,6 +45,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from postrisk.core.arrays import as_matrix, as_vector
+from postrisk.core.errors import install_extra
 from postrisk.evaluation.agreement import kendalls_w
 from postrisk.evaluation.metrics import MIN_POINTS, auroc, mean_applicable, spearman
 from postrisk.evaluation.posterior_checks import bootstrap_pooled_share
@@ -244,7 +245,7 @@ def classifier_separability(x_id, x_ood, rng: np.random.Generator,
         from threadpoolctl import threadpool_limits
     except ModuleNotFoundError as err:
         raise ModuleNotFoundError("classifier_separability needs scikit-learn (the 'methods' "
-                                  "extra): pip install 'postrisk[methods]'") from err
+                                  f"extra): {install_extra('methods')}") from err
     seed = int(rng.integers(2**31 - 1))
     x = np.concatenate([a, b])
     y = np.concatenate([np.zeros(a.shape[0], dtype=int), np.ones(b.shape[0], dtype=int)])
