@@ -346,17 +346,23 @@ def verify(folder: Annotated[Path, typer.Argument(
     for line in problems:
         typer.echo(line)
     checked = (f"{counts['files']} file(s), {counts['instances']} instance(s), "
-               f"{counts['bytes']:,} bytes"
-               + (f"; {counts['skipped']} absent file(s) skipped" if counts["skipped"] else ""))
+               f"{counts['bytes']:,} bytes")
+    skipped = (f"; {counts['skipped']} absent file(s) skipped (--present-only)"
+               if counts["skipped"] else "")
+    absent = sum(": missing (the manifest lists" in line for line in problems)
+    if absent and not present_only:
+        typer.echo(f"note: {absent} file(s) the manifest lists are absent; after a download of "
+                   f"some datasets or priors, `postrisk verify --present-only {folder}` checks "
+                   "only the files that are here", err=True)
     if not counts["rhat"]:
         from postrisk.core.errors import install_extra
 
         typer.echo("note: R̂ and ESS were not recomputed: they need ArviZ "
                    f"({install_extra('samplers')})", err=True)
     if problems:
-        typer.echo(f"{folder}: {len(problems)} problem(s) in {checked}", err=True)
+        typer.echo(f"{folder}: {len(problems)} problem(s) in {checked}{skipped}", err=True)
         return FAILED
-    typer.echo(f"{folder}: all {checked} agree with the manifest and their draws")
+    typer.echo(f"{folder}: all {checked} agree with the manifest and their draws{skipped}")
     return 0
 
 

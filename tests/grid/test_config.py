@@ -528,3 +528,23 @@ def test_one_section_is_read_and_checked_alone(repo, tmp_path, monkeypatch):
     with pytest.raises(KeyError, match="not a section read alone"):
         read_section("methods")
 
+
+
+def test_a_file_that_is_not_yaml_or_not_a_mapping_is_one_line(tmp_path, capsys):
+    """Fault: a YAML syntax error or a list-shaped file gave an 86-line traceback in `postrisk
+    plan` and `postrisk download`."""
+    from postrisk.cli import main
+
+    broken, listed = tmp_path / "broken.yaml", tmp_path / "listed.yaml"
+    broken.write_text("methods: [blr\n")
+    listed.write_text("- blr\n- gp\n")
+    for args in (["plan", str(broken)], ["download", "--url", "http://127.0.0.1:9",
+                                         "--configfile", str(broken)]):
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: {broken}: not valid YAML at line 2, column 1: expected ',' or "
+                       "']', but got '<stream end>'"]
+    assert main(["plan", str(listed)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: {listed}: a configuration file is a mapping of keys (like `methods: [blr, gp]`), "
+        "not a list"]

@@ -161,3 +161,35 @@ def test_an_edited_quality_record_and_a_wrong_cell_rhat_are_caught(release, tmp_
     assert sum("shipped, but its quality record says its seed is not valid" in p
                for p in problems) == 1
     assert main(["verify", str(copy)]) == 1
+
+
+def test_a_partial_download_is_told_of_present_only(release, tmp_path, capsys):
+    """Fault: a partial download followed by `postrisk verify`, as the README orders them,
+    exited 1 with `missing` lines and no hint of --present-only, whose summary line read
+    "…; 1 absent file(s) skipped agree with the manifest"."""
+    out, _ = release
+    copy = tmp_path / "data"
+    shutil.copytree(out, copy)
+    (copy / "airfoil_gp.zip").unlink()
+    assert main(["verify", str(copy)]) == 1
+    err = capsys.readouterr().err
+    assert (f"note: 1 file(s) the manifest lists are absent; after a download of some datasets "
+            f"or priors, `postrisk verify --present-only {copy}` checks only the files that "
+            "are here") in err
+    assert main(["verify", "--present-only", str(copy)]) == 0
+    summary = capsys.readouterr().out.strip().splitlines()[-1]
+    assert summary.startswith(f"{copy}: all ") and summary.endswith(
+        "agree with the manifest and their draws; 1 absent file(s) skipped (--present-only)")
+
+
+def test_a_manifest_that_is_not_an_object_is_one_line(release, tmp_path, capsys):
+    """Fault: a list-shaped manifest.json gave a traceback (AttributeError)."""
+    out, _ = release
+    copy = tmp_path / "data"
+    shutil.copytree(out, copy)
+    (copy / MANIFEST).write_text("[1, 2]")
+    assert main(["verify", str(copy)]) == 1
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    assert (f"{copy / MANIFEST} is not a postrisk release manifest (a JSON list, not an "
+            "object)") in captured.out

@@ -186,7 +186,21 @@ def read_layers(*paths: str | Path, cost_model: bool = True) -> list[dict]:
 
 
 def _read_yaml(path: str | Path) -> dict:
-    return yaml.safe_load(Path(path).read_text()) or {}
+    """One configuration file as a mapping (empty: ``{}``); a :class:`ConfigError` naming the
+    file and the place where it is not YAML or not a mapping of keys."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a configuration file is a mapping of keys (like "
+                          f"`methods: [blr, gp]`), not a {type(data).__name__}")
+    return data
 
 
 #: The base configuration's name, in a working directory and inside the package.

@@ -164,6 +164,10 @@ def read_manifest(root: str | Path) -> dict:
     except json.JSONDecodeError as err:
         raise ReleaseError(f"{path} is not JSON ({err}); download it again: "
                            f"`{download_command(path.parent)}`") from err
+    if not isinstance(manifest, dict):
+        raise ReleaseError(f"{path} is not a postrisk release manifest (a JSON "
+                           f"{type(manifest).__name__}, not an object); download it again: "
+                           f"`{download_command(path.parent)}`")
     if manifest.get("format") != MANIFEST_FORMAT:
         raise ReleaseError(f"{path} is not a postrisk release manifest "
                            f"(format {manifest.get('format')!r})")
