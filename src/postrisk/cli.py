@@ -446,15 +446,21 @@ def info(store: Annotated[str, typer.Argument(
              help="where to look a key up (default: $POSTRISK_DATA, else "
                   "release.download_dir of the config)")] = None,
          configfile: ConfigFiles = None) -> int:
-    """Shape, provenance and diagnostics of one task instance."""
+    """Shape, provenance and diagnostics of one task instance (of any other store postrisk
+    writes — covariates, sample, fit — what it is and holds)."""
     from rich.console import Console
     from rich.table import Table
 
     from postrisk.release.load import configured_root, load_task
+    from postrisk.release.store_kinds import describe, store_kind
 
-    task = load_task(store, configured_root(root, configfile))
+    kind = "task" if ".zip/" in store.replace("\\", "/") else store_kind(store)
+    if kind in ("task", "missing") or (kind == "file" and store.endswith(".zip")):
+        rows = load_task(store, configured_root(root, configfile)).summary()
+    else:
+        rows = describe(store)
     table = Table(show_header=False, title=str(store))
-    for name, value in task.summary():
+    for name, value in rows:
         table.add_row(name, value)
     Console().print(table)
     return 0

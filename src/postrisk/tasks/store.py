@@ -66,8 +66,9 @@ def schema_message(where: object, version: object) -> str:
     """Why a store of another schema version is refused, and how to rebuild it."""
     return (f"{where}: task/sample store of schema version {version!r}; this version of "
             f"postrisk reads version {TASK_SCHEMA_VERSION!r} (docs/task_store.md). Rebuild it: "
-            "delete the store (or all of results/) and run the workflow again, e.g. "
-            "`snakemake --cores 2 <path of the store>`; a released suite is downloaded anew.")
+            "`snakemake --cores 2 --force <path of the store>` in the checkout (a plain run "
+            "rebuilds it too where .snakemake/metadata recorded its version); a released suite "
+            "is downloaded anew.")
 
 
 def _check_vars(ds: xr.Dataset, spec: dict, problems: list[str]) -> None:
