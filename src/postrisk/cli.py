@@ -383,8 +383,9 @@ def _parse_settings(values: list[str] | None) -> dict:
 def evaluate(method: Annotated[str, typer.Argument(
                  help="module:Class (your method) or a built-in method's name")],
              root: Annotated[Path | None, typer.Option(
-                 help="a release or results folder (default: $POSTRISK_DATA, else "
-                      "release.download_dir of the config)")] = None,
+                 help="a release or results folder, searched alone (default: $POSTRISK_DATA, "
+                      "else release.download_dir of the config, then the suite inside the "
+                      "package)")] = None,
              dataset: Annotated[list[str] | None, typer.Option(help="(repeatable)")] = None,
              prior: Annotated[list[str] | None, typer.Option(help="(repeatable)")] = None,
              noise: Annotated[list[str] | None, typer.Option(help="(repeatable)")] = None,
@@ -443,8 +444,9 @@ def info(store: Annotated[str, typer.Argument(
              help="a key (dataset/prior/noise/coverage/seed), a task store or "
                   "<file>.zip/<noise>/<coverage>/<seed>")],
          root: Annotated[Path | None, typer.Option(
-             help="where to look a key up (default: $POSTRISK_DATA, else "
-                  "release.download_dir of the config)")] = None,
+             help="where to look a key up, searched alone (default: $POSTRISK_DATA, else "
+                  "release.download_dir of the config, then the suite inside the "
+                  "package)")] = None,
          configfile: ConfigFiles = None) -> int:
     """Shape, provenance and diagnostics of one task instance (of any other store postrisk
     writes — covariates, sample, fit — what it is and holds)."""

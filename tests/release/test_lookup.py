@@ -90,7 +90,8 @@ def test_load_task_valid_key_not_there_says_why(release, tmp_path):
     with pytest.raises(LookupError, match=r"it is in the release there, but its file "
                                           r"airfoil_gp.zip was not downloaded .*download it: "
                                           r"`postrisk download --url <release URL> --dataset "
-                                          r"airfoil --prior gp --dest .*partial`$"):
+                                          r"airfoil --prior gp --dest .*partial`"
+                                          r" \(no release URL is configured in release\.base_url: pass a release's address\)$"):
         postrisk.load_task(KEYS[3].label, root=partial)
     # nothing there
     empty = tmp_path / "empty"
@@ -98,7 +99,8 @@ def test_load_task_valid_key_not_there_says_why(release, tmp_path):
     with pytest.raises(LookupError, match=r"is not under .*empty: there are no tasks there "
                                           r"\(no release manifest, no task stores\); download "
                                           r"the release: `postrisk download --url <release URL> "
-                                          r"--dataset concrete --prior gp --dest .*empty`$"):
+                                          r"--dataset concrete --prior gp --dest .*empty`"
+                                          r" \(no release URL is configured in release\.base_url: pass a release's address\)$"):
         postrisk.load_task(KEYS[0].label, root=empty)
     with pytest.raises(LookupError, match=r"is not under .*missing: there is no such folder\. "
                                           r"Download the release into it \(`postrisk download "
@@ -120,3 +122,56 @@ def test_load_task_download_hint_works_as_written(release, tmp_path, monkeypatch
     capsys.readouterr()
     assert (dest / MANIFEST).is_file()
     postrisk.load_task(KEYS[3].label, root=dest, verify=True)
+
+
+# -------------------------------------------------- the suite inside the package, without a root
+@pytest.fixture
+def fresh_home(tmp_path, monkeypatch):
+    """A working folder without config.yaml, no $POSTRISK_DATA: the default root is the packaged
+    configuration's release.download_dir, which is not there."""
+    monkeypatch.delenv("POSTRISK_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_without_a_root_the_packaged_suite_is_listed_and_loaded(fresh_home, capsys):
+    """Fault: list_tasks(), evaluate and info found the packaged instances only with a
+    site-packages root."""
+    from postrisk.release.load import embedded_root
+
+    packaged = [e.label for e in postrisk.list_tasks(root=embedded_root())]
+    assert len(packaged) > 0
+    assert [e.label for e in postrisk.list_tasks()] == packaged
+    assert [e.label for e in postrisk.list_tasks(prior="gp")] == [
+        k for k in packaged if k.split("/")[1] == "gp"]
+    task = postrisk.load_task(packaged[0])
+    assert task.key == postrisk.get_task(packaged[0]).key
+    assert main(["info", packaged[0]]) == 0
+    assert packaged[0] in capsys.readouterr().out
+
+
+def test_a_configured_root_comes_first(fresh_home, release, monkeypatch):
+    """A key the configured root and the package both hold comes from the configured root; the
+    rest of the package's instances are listed after it."""
+    from postrisk.release.load import default_roots, embedded_root
+
+    out, _ = release
+    monkeypatch.setenv("POSTRISK_DATA", str(out))
+    assert default_roots() == [out, embedded_root()]
+    here = {e.label: e for e in postrisk.list_tasks()}
+    assert set(here) == ({e.label for e in postrisk.list_tasks(root=out)}
+                         | {e.label for e in postrisk.list_tasks(root=embedded_root())})
+    for entry in postrisk.list_tasks(root=out):
+        assert here[entry.label].path == entry.path
+    # an explicit root is searched alone
+    assert {e.label for e in postrisk.list_tasks(root=out)} <= set(here)
+    assert all(e.path.parent == out for e in postrisk.list_tasks(root=out))
+
+
+def test_a_key_held_nowhere_says_what_the_package_holds(fresh_home):
+    with pytest.raises(LookupError, match=r"^task concrete/gp/bump/balanced/0 is not under "
+                                          r"resources/release: there is no such folder\..*"
+                                          r"Also searched: the suite inside the package \(it "
+                                          r"holds noise modes smooth_monotone for "
+                                          r"concrete/gp\)$"):
+        postrisk.load_task("concrete/gp/bump/balanced/0")

@@ -32,11 +32,12 @@ from postrisk.methods.outside import default_name
 from postrisk.methods.registry import MethodError
 from postrisk.methods.runner import check_prediction
 from postrisk.release.load import (
+    Roots,
     TaskEntry,
-    default_root,
     download_command,
     list_tasks,
     load_task,
+    search_roots,
 )
 from postrisk.tasks.key import KEY_COLUMNS, TaskKey
 from postrisk.tasks.task import Task
@@ -53,16 +54,17 @@ class InvalidPrediction(ValueError):
     """A model's prediction cannot be scored (shape, non-finite values, negative variances)."""
 
 
-def _task_list(tasks: Any, root: str | Path | None, filters: dict) -> list[tuple[str, Any]]:
+def _task_list(tasks: Any, root: Roots, filters: dict) -> list[tuple[str, Any]]:
     """(label, Task or loader) for each task named by ``tasks`` (see :func:`evaluate`)."""
     if tasks is None:
         entries = list_tasks(root, **filters)
         if not entries:
-            where = Path(root) if root is not None else default_root()
+            roots = search_roots(root)
+            where = " or ".join(str(r) for r in roots)
             chosen = {k: v for k, v in filters.items() if v is not None}
             one = {k: v if isinstance(v, str) else next(iter(v))
                    for k, v in chosen.items() if isinstance(v, str) or len(v) == 1}
-            command = download_command(where, one.get("dataset"), one.get("prior"))
+            command = download_command(roots[0], one.get("dataset"), one.get("prior"))
             raise LookupError(f"no tasks under {where} match {chosen or 'any key'}; download "
                               f"some (`{command}`), or name tasks explicitly")
         return [(e.label, e) for e in entries]
@@ -79,7 +81,7 @@ def _task_list(tasks: Any, root: str | Path | None, filters: dict) -> list[tuple
     return out
 
 
-def _load(item: Any, root: str | Path | None) -> Task:
+def _load(item: Any, root: Roots) -> Task:
     if isinstance(item, Task):
         return item
     if isinstance(item, TaskEntry):
@@ -96,13 +98,14 @@ def _call(function: Any, call: str, method: str, task: str, *args: Any) -> Any:
 
 
 def evaluate(model: Any, tasks: Task | str | Path | TaskKey | Iterable | None = None, *,
-             root: str | Path | None = None, name: str | None = None,
+             root: Roots = None, name: str | None = None,
              **filters: Any) -> pd.DataFrame:
     """Fit ``model`` on each task and score it with the pipeline's metrics; one row per task.
 
     ``tasks``: a :class:`~postrisk.tasks.task.Task`, a key (``"concrete/gp/bump/ood/0"``), a
     store or packed-instance path, a :class:`~postrisk.release.load.TaskEntry`, or a list of
-    these; None: every task under ``root`` matching ``filters`` (``dataset``, ``prior``,
+    these; None: every task under ``root`` (a folder or several; None: the download folder,
+    then the suite inside the package) matching ``filters`` (``dataset``, ``prior``,
     ``noise``, ``coverage``, ``seed``; :func:`~postrisk.release.load.list_tasks`). ``name``: the
     method's name in the table (default: the model's ``name`` attribute, else its class name in
     snake case: the name the workflow gives it as an outside method).

@@ -16,11 +16,11 @@ full suite's — saying so in the attribute ``thinned``. ``make embedded-suite``
 from __future__ import annotations
 
 import json
-from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
 
+from postrisk.release.load import embedded_root
 from postrisk.tasks.key import TaskKey
 
 #: Draws kept per instance in the package's suite; BNN keeps more, so that its 4 chains' R̂
@@ -29,11 +29,6 @@ EMBEDDED_DRAWS = 200
 DRAWS_PER_PRIOR = {"gp": EMBEDDED_DRAWS, "hbart": EMBEDDED_DRAWS, "bnn": 500}
 #: The fewest draws per chain a chain keeps (split-R̂ needs 4).
 MIN_PER_CHAIN = 4
-
-
-def embedded_root() -> Path:
-    """The folder of the suite inside the package."""
-    return Path(str(files("postrisk") / "data" / "suite"))
 
 
 def embedded_keys() -> list[str]:

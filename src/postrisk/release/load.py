@@ -8,21 +8,25 @@
 
 A *root* is a release directory (a ``manifest.json`` and the packed files ``postrisk
 download`` fetched) or a workflow's results directory (``tasks/<dataset>/<prior>/<noise>/
-<coverage>/<seed>.zarr``); it may be both. Without one, the root is ``$POSTRISK_DATA``, else
-the packaged default configuration's ``release.download_dir`` (``resources/release``, where
-``postrisk download`` puts a release by default).
+<coverage>/<seed>.zarr``); it may be both, and several roots are searched in order. Without
+one, the roots are ``$POSTRISK_DATA``, else the packaged default configuration's
+``release.download_dir`` (``resources/release``, where ``postrisk download`` puts a release by
+default), then the small suite inside the package (:func:`default_roots`): a key found in both
+comes from the first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import json
 import os
 import shlex
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from importlib import resources
 from pathlib import Path
 
 from postrisk.grid.paths import TEMPLATES
@@ -86,19 +90,48 @@ def default_root() -> Path:
     return Path(os.environ.get(DATA_ENV) or _packaged_download_dir())
 
 
+def embedded_root() -> Path:
+    """The folder of the suite inside the package (``postrisk.get_task``)."""
+    return Path(str(resources.files("postrisk") / "data" / "suite"))
+
+
+#: A root or several (searched in order); None: :func:`default_roots`.
+Roots = str | Path | Sequence[str | Path] | None
+
+
+def default_roots() -> list[Path]:
+    """The roots searched without one: :func:`default_root`, then the suite inside the
+    package."""
+    return [default_root(), embedded_root()]
+
+
+def search_roots(root: Roots) -> list[Path]:
+    """The folders a lookup searches, in order (:data:`Roots`)."""
+    if root is None:
+        roots = default_roots()
+    elif isinstance(root, str | Path):
+        roots = [Path(root)]
+    else:
+        roots = [Path(r) for r in root]
+    if not roots:
+        raise ValueError("no root to look tasks up in")
+    return list(dict.fromkeys(roots))
+
+
 def configured_root(root: str | Path | None = None,
-                    configfiles: Iterable[str | Path] | None = None) -> str | Path | None:
-    """Where a command looks tasks up: ``root``, else ``$POSTRISK_DATA`` (None, which
-    :func:`load_task` reads as that), else the ``release.download_dir`` of the configuration
-    ``postrisk.grid.config.read_config(*configfiles)`` (where ``postrisk download`` puts a
-    release)."""
+                    configfiles: Iterable[str | Path] | None = None) -> Roots:
+    """Where a command looks tasks up: ``root`` alone where given; else ``$POSTRISK_DATA``
+    (None, which :func:`load_task` reads as :func:`default_roots`), else the
+    ``release.download_dir`` of the configuration ``postrisk.grid.config.read_config(
+    *configfiles)`` (where ``postrisk download`` puts a release), each followed by the suite
+    inside the package."""
     if root is not None or os.environ.get(DATA_ENV):
         return root
     from postrisk.grid.config import read_section
     from postrisk.release import download_settings
 
     release = read_section("release", *(configfiles or ()))
-    return Path(download_settings(release)["download_dir"])
+    return [Path(download_settings(release)["download_dir"]), embedded_root()]
 
 
 def _release_url_configured() -> bool:
@@ -266,6 +299,8 @@ class _Here:
     released: dict[TaskKey, dict]  # the manifest's instances, file here or not
     not_shipped: dict[TaskKey, str]  # the manifest's instances not shipped: why
     manifest: bool
+    # what each root searched holds apart (:func:`_scan_roots`; one root: empty)
+    parts: list[_Here] = dataclasses.field(default_factory=list)
 
     def keys(self) -> set[TaskKey]:
         """Every key named here (available, released or not shipped)."""
@@ -302,6 +337,19 @@ def _scan(root: Path) -> _Here:
             if key is not None:
                 entries.setdefault(key, TaskEntry(key, "store", store))
     return _Here(root, entries, released, not_shipped, manifest)
+
+
+def _scan_roots(roots: list[Path]) -> _Here:
+    """What ``roots`` hold together, the first root's task where several hold one key."""
+    heres = [_scan(r) for r in roots]
+    merged = _Here(roots[0], {}, {}, {}, any(h.manifest for h in heres))
+    for here in heres:
+        for part in ("entries", "released", "not_shipped"):
+            into = getattr(merged, part)
+            for key, value in getattr(here, part).items():
+                into.setdefault(key, value)
+    merged.parts = heres
+    return merged
 
 
 def _wanted(filters: dict) -> dict[str, set]:
@@ -362,7 +410,7 @@ def _check_names(here: _Here, wanted: dict[str, set], key: TaskKey | None = None
     raise LookupError(text + " (" + "; ".join(_pool_text(f, here) for f in pools) + ")")
 
 
-def list_tasks(root: str | Path | None = None, *, dataset: str | Iterable[str] | None = None,
+def list_tasks(root: Roots = None, *, dataset: str | Iterable[str] | None = None,
                prior: str | Iterable[str] | None = None,
                noise: str | Iterable[str] | None = None,
                coverage: str | Iterable[str] | None = None,
@@ -380,9 +428,8 @@ def list_tasks(root: str | Path | None = None, *, dataset: str | Iterable[str] |
     ``LookupError`` with "did you mean …" from the names held under ``root`` (else postrisk's)
     and the names held there.
     """
-    root = Path(root) if root is not None else default_root()
     filters = dict(dataset=dataset, prior=prior, noise=noise, coverage=coverage, seed=seed)
-    here = _scan(root)
+    here = _scan_roots(search_roots(root))
     wanted = _wanted(filters)
     _check_names(here, wanted)
     found = [e for k, e in here.entries.items()
@@ -410,17 +457,19 @@ def _nearest(key: TaskKey, keys: set[TaskKey]) -> str:
 def _absent(key: TaskKey, here: _Here) -> str:
     """Why the valid key ``key`` is not under the root, and what to do about it."""
     root = here.root
-    fetch = download_command(root, key.dataset, key.prior)
+    fetch = f"`{download_command(root, key.dataset, key.prior)}`"
+    if not _release_url_configured():  # no release at a configured address: say so
+        fetch += " (no release URL is configured in release.base_url: pass a release's address)"
     head = f"task {key.label} is not under {root}"
     if not root.exists():
-        return (f"{head}: there is no such folder. Download the release into it (`{fetch}`), "
+        return (f"{head}: there is no such folder. Download the release into it ({fetch}), "
                 "or name the folder that holds it (root=…, --root …)")
     nearest = _nearest(key, here.held())
     if here.manifest:
         if key in here.released:
             return (f"{head}: it is in the release there, but its file "
                     f"{here.released[key]['file']} was not downloaded (a download of other "
-                    f"datasets or priors); download it: `{fetch}`")
+                    f"datasets or priors); download it: {fetch}")
         if key in here.not_shipped:
             why = here.not_shipped[key]
             return f"{head}: the release there does not ship it{': ' + why if why else ''}{nearest}"
@@ -429,12 +478,24 @@ def _absent(key: TaskKey, here: _Here) -> str:
         return f"{head}: the release there{stores} holds no such task{nearest}"
     if here.entries:
         return (f"{head}: it is not among the task stores there{nearest}; the released suite "
-                f"may hold it: `{fetch}`")
+                f"may hold it: {fetch}")
     return (f"{head}: there are no tasks there (no release manifest, no task stores); download "
-            f"the release: `{fetch}`")
+            f"the release: {fetch}")
 
 
-def load_task(path_or_key: str | Path | TaskKey, root: str | Path | None = None, *,
+def _also_searched(key: TaskKey, here: _Here) -> str:
+    """The roots searched after the first, and what each holds nearest ``key``."""
+    parts = []
+    for other in here.parts[1:]:
+        held = set(other.entries)
+        what = ("the suite inside the package" if other.root == embedded_root()
+                else str(other.root))
+        nearest = _nearest(key, held).removeprefix("; ")
+        parts.append(f"{what} ({nearest})" if nearest and held else what)
+    return f". Also searched: {'; '.join(parts)}" if parts else ""
+
+
+def load_task(path_or_key: str | Path | TaskKey, root: Roots = None, *,
               verify: bool = False) -> Task:
     """A task from a packed release or a plain store alike.
 
@@ -467,10 +528,9 @@ def load_task(path_or_key: str | Path | TaskKey, root: str | Path | None = None,
         key = TaskKey.parse(text)
     else:
         key = path_or_key
-    root = Path(root) if root is not None else default_root()
-    here = _scan(root)
+    here = _scan_roots(search_roots(root))
     _check_names(here, {f: {v} for f, v in key.as_dict().items()}, key)
     entry = here.entries.get(key)
     if entry is None:
-        raise LookupError(_absent(key, here))
+        raise LookupError(_absent(key, here.parts[0]) + _also_searched(key, here))
     return entry.load(verify=verify)
