@@ -40,10 +40,17 @@ from postrisk.workflow.rule_settings import inputs_of, jobs_of, resources_of, th
 _layers = read_layers(
     Path(workflow.basedir) / "config.yaml", *workflow.overwrite_configfiles
 )
+def stop(message):
+    """End the run with ``message`` alone on stderr, exit status 1: what the user must fix, not
+    the traceback Snakemake adds to an error raised in a Snakefile or an input function."""
+    print(message, file=sys.stderr, flush=True)
+    raise SystemExit(1)
+
+
 try:
     _validated = validate_config(config, _layers)
 except ConfigError as err:
-    raise WorkflowError(f"invalid configuration: {err}") from None
+    stop(f"invalid configuration: {err}")
 config.clear()
 config.update(_validated)
 export_outside_methods(config.get("outside_methods"))
@@ -199,7 +206,7 @@ def all_targets(wildcards):
     if workflow.local_exec and not workflow.dryrun:
         message = guard_message(config, PLANNER)
         if message:
-            raise WorkflowError(message)
+            stop(message)
     targets = [path("covariates", dataset=d) for d in PLANNER.covariate_datasets]
     if PLANNER.conditions:
         for stage in ("checks", "tables", "figure", "report"):

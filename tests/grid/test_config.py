@@ -548,3 +548,15 @@ def test_a_file_that_is_not_yaml_or_not_a_mapping_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip().splitlines() == [
         f"error: {listed}: a configuration file is a mapping of keys (like `methods: [blr, gp]`), "
         "not a list"]
+
+
+def test_an_unknown_method_over_a_preset_is_its_error_alone(repo, tmp_path, caplog):
+    """Fault: a misspelt method in a file over a preset was preceded by a warning that the
+    preset's entries of every other method are ignored."""
+    preset = _method_preset(tmp_path)
+    typo = _write(tmp_path / "typo.yaml", {"methods": ["blr", "nn_enz"]})
+    with caplog.at_level("WARNING", logger=METHODS_LOGGER):
+        with pytest.raises(ConfigError, match=r"^config key 'methods\[1\]': 'nn_enz' is not "
+                                              "allowed"):
+            load_config(repo / "config.yaml", preset, typo)
+    assert _method_warnings(caplog) == []

@@ -71,6 +71,7 @@ def test_plain_local_run_of_full_grid_stops_with_plan(tmp_path):
     text = run.stdout + run.stderr
     assert "4,056 instances" in text and "core-hours requested" in text
     assert "confirm_full_run=True" in text
+    assert "Traceback" not in text and "Wildcards:" not in text  # the plan alone, no traceback
     assert not (tmp_path / "results").exists()
 
 
@@ -80,6 +81,9 @@ def test_misspelled_dataset_stops_with_clear_message(tmp_path):
     text = run.stdout + run.stderr
     assert "config key 'datasets[1]': 'diamnds' is not allowed" in text
     assert "allowed values: abalone, airfoil" in text
+    # one line of ours after Snakemake's own about merging the config (at most 3 in all)
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) <= 3 and "Traceback" not in text and 'File "' not in text, lines
 
 
 def test_zero_seed_count_stops_with_clear_message(tmp_path):

@@ -153,7 +153,9 @@ def resolve_outside_methods(cfg: dict, layers: Iterable[Mapping] = ()) -> None:
     dropped = {key: names for key, names in found.items() if names}  # no error: all unlisted
     for key, names in dropped.items():
         _drop(cfg, key, set(names))
-    if dropped:
+    # where `methods` itself names an unknown method the schema stops on it next: no warning
+    # about the entries it drops before that error
+    if dropped and all(isinstance(m, str) and (m in METHODS or m in outside) for m in methods):
         logger.warning("config: ignoring the entries for methods that 'methods' (%s) does not "
                        "list: %s", ", ".join(map(str, methods)) or "none",
                        "; ".join(f"{key} {', '.join(names)}" for key, names in dropped.items()))
