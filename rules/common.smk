@@ -23,6 +23,7 @@ from postrisk.grid import study as study_registry
 from postrisk.grid.artefact import figure_files
 from postrisk.grid.artefacts import artefact
 from postrisk.grid.config import ConfigError, read_layers, validate_config
+from postrisk.grid.config_methods import check_method_settings
 from postrisk.grid.paths import log_path, path
 from postrisk.grid.stages import stages, unit_keys
 from postrisk.grid.vocabulary import COVERAGES, METHODS, NOISE_MODES, PRIORS
@@ -51,6 +52,11 @@ try:
     _validated = validate_config(config, _layers)
 except ConfigError as err:
     stop(f"invalid configuration: {err}")
+if not (workflow.remote_exec or workflow.subprocess_exec):  # once per run, not in every job
+    try:
+        check_method_settings(_validated)
+    except ConfigError as err:
+        stop(f"invalid configuration: {err}")
 config.clear()
 config.update(_validated)
 export_outside_methods(config.get("outside_methods"))

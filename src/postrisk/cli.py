@@ -109,8 +109,11 @@ def _config(configfiles: list[Path] | None = None) -> dict:
     model, then ./config.yaml if there is one, else the packaged defaults, with the files merged
     over it), validated."""
     from postrisk.grid.config import read_config
+    from postrisk.grid.config_methods import check_method_settings
 
-    return read_config(*(configfiles or []))
+    cfg = read_config(*(configfiles or []))
+    check_method_settings(cfg)
+    return cfg
 
 
 # -- the workflow -------------------------------------------------------------------------------

@@ -560,3 +560,24 @@ def test_an_unknown_method_over_a_preset_is_its_error_alone(repo, tmp_path, capl
                                               "allowed"):
             load_config(repo / "config.yaml", preset, typo)
     assert _method_warnings(caplog) == []
+
+
+def test_a_misspelt_hyper_parameter_stops_before_any_job(repo, tmp_path, paper, capsys):
+    """Fault: `method_settings: {blr: {alphaa: 2}}` passed validation and the dry run and
+    failed only inside the fit job."""
+    from postrisk.cli import main
+    from postrisk.grid.config_methods import check_method_settings
+
+    for preset in ("demo", "studies", "smoke", "paper_slice"):  # every preset's settings hold
+        check_method_settings(load_config(repo / "config.yaml", repo / f"presets/{preset}.yaml"))
+    check_method_settings(paper)
+    typo = _write(tmp_path / "typo.yaml", {"method_settings": {"blr": {"alphaa": 2}}})
+    with pytest.raises(ConfigError, match=r"^config key 'method_settings.blr': unknown "
+                                          r"hyper-parameter\(s\) \['alphaa'\] .*allowed: "
+                                          r"evidence, max_iter, noise_std, prior_precision, tol$"):
+        check_method_settings(load_config(repo / "config.yaml", typo))
+    assert main(["plan", str(typo)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: config key 'method_settings.blr': unknown hyper-parameter(s) ['alphaa'] (these "
+        "are not hyper-parameters of blr); allowed: evidence, max_iter, noise_std, "
+        "prior_precision, tol"]

@@ -91,7 +91,8 @@ def test_load_task_valid_key_not_there_says_why(release, tmp_path):
                                           r"airfoil_gp.zip was not downloaded .*download it: "
                                           r"`postrisk download --url <release URL> --dataset "
                                           r"airfoil --prior gp --dest .*partial`"
-                                          r" \(no release URL is configured in release\.base_url: pass a release's address\)$"):
+                                          r" \(no release URL is configured in "
+                                          r"release\.base_url: pass a release's address\)$"):
         postrisk.load_task(KEYS[3].label, root=partial)
     # nothing there
     empty = tmp_path / "empty"
@@ -100,7 +101,8 @@ def test_load_task_valid_key_not_there_says_why(release, tmp_path):
                                           r"\(no release manifest, no task stores\); download "
                                           r"the release: `postrisk download --url <release URL> "
                                           r"--dataset concrete --prior gp --dest .*empty`"
-                                          r" \(no release URL is configured in release\.base_url: pass a release's address\)$"):
+                                          r" \(no release URL is configured in "
+                                          r"release\.base_url: pass a release's address\)$"):
         postrisk.load_task(KEYS[0].label, root=empty)
     with pytest.raises(LookupError, match=r"is not under .*missing: there is no such folder\. "
                                           r"Download the release into it \(`postrisk download "

@@ -159,3 +159,22 @@ def resolve_outside_methods(cfg: dict, layers: Iterable[Mapping] = ()) -> None:
         logger.warning("config: ignoring the entries for methods that 'methods' (%s) does not "
                        "list: %s", ", ".join(map(str, methods)) or "none",
                        "; ".join(f"{key} {', '.join(names)}" for key, names in dropped.items()))
+
+
+def check_method_settings(cfg: Mapping) -> None:
+    """Every hyper-parameter ``method_settings`` fixes is one its method declares: a misspelt
+    name (``method_settings: {blr: {alphaa: 2}}``) stops the run before any job, naming the key
+    and the method's parameters, not inside a fit job. It looks each named method's class up
+    (cheap: the classes import their numerical libraries on first use), once per run: the
+    workflow's main process and the command line call it, not every job. A method whose extra
+    is not installed is checked where it runs."""
+    from postrisk.methods.interface import check_hyperparameters
+    from postrisk.methods.registry import MissingExtra, get_method
+
+    for name, settings in (cfg.get("method_settings") or {}).items():
+        try:
+            cls = get_method(name)
+        except MissingExtra:
+            continue
+        check_hyperparameters(cls, settings or {}, f"config key 'method_settings.{name}'",
+                              ConfigError)
