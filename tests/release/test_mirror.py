@@ -19,7 +19,8 @@ import pytest
 import postrisk
 from postrisk.cli import main
 from postrisk.core.download import file_sha256
-from postrisk.release import MANIFEST
+from postrisk.release import CROISSANT, MANIFEST
+from postrisk.release.croissant import write_croissant
 from postrisk.release.download import (
     LOCK,
     STAGING,
@@ -45,6 +46,9 @@ def other_release(out: Path, to: Path, created: str = "2099-01-01T00:00:00+00:00
         entry["bytes"], entry["sha256"] = path.stat().st_size, file_sha256(path)
     manifest["created"] = created
     (to / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    # its own Croissant metadata, as packing writes it for its manifest
+    write_croissant(to, manifest, [p for p in (to / "DATA_CARD.md", to / "CITATION.cff")
+                                   if p.is_file()], None)
     return manifest
 
 
@@ -62,7 +66,7 @@ def good_copy(release, tmp_path):
     with FakeSources() as server:
         download_release(serve_files(server, out), data, retries=1)
     before = digests(data)
-    assert set(before) == {e["name"] for e in manifest["files"]} | {MANIFEST}
+    assert set(before) == {e["name"] for e in manifest["files"]} | {MANIFEST, CROISSANT}
     return data, before
 
 
@@ -171,7 +175,8 @@ def test_replace_on_purpose(release, good_copy, tmp_path):
         again = download_release(url, data, retries=1)
     assert len(again.skipped) == len(there["files"]) and not again.downloaded
     mirror = digests(tmp_path / "mirror")
-    assert digests(data) == {name: mirror[name] for name in [*report.replaced, MANIFEST]}
+    assert digests(data) == {name: mirror[name]
+                             for name in [*report.replaced, MANIFEST, CROISSANT]}
 
 
 def _download_process(url: str, dest: Path, log: Path) -> subprocess.Popen:

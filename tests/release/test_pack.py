@@ -265,3 +265,27 @@ def test_release_config_is_validated():
                          ({"priors": ["gpp"]}, "gpp"), ({"max_bytes": 0}, "max_bytes")):
         with pytest.raises(ConfigError, match=message):
             validate_config({**cfg, "release": {**cfg["release"], **bad}})
+
+
+def test_the_croissant_metadata_is_downloaded_and_checked(release, tmp_path):
+    """Fault: croissant.json was neither downloaded nor verified. It comes with the release and
+    agrees with its manifest; one that does not is refused and nothing of it is kept."""
+    import shutil
+
+    from postrisk.release import CROISSANT
+
+    out, manifest = release
+    with FakeSources() as server:
+        download_release(serve_files(server, out), tmp_path / "data")
+    assert (tmp_path / "data" / CROISSANT).read_bytes() == (out / CROISSANT).read_bytes()
+    broken = tmp_path / "broken"
+    shutil.copytree(out, broken)
+    metadata = json.loads((broken / CROISSANT).read_text())
+    metadata["distribution"] = [o for o in metadata["distribution"] if o["@id"] != MANIFEST]
+    (broken / CROISSANT).write_text(json.dumps(metadata))
+    with FakeSources() as server:
+        with pytest.raises(ReleaseDownloadFailed, match=rf"^{CROISSANT}: does not list "
+                                                        rf"{MANIFEST} \(the release's Croissant "
+                                                        "metadata is not this release's"):
+            download_release(serve_files(server, broken), tmp_path / "fresh")
+    assert not (tmp_path / "fresh" / CROISSANT).exists()

@@ -9,8 +9,9 @@ import shutil
 import zipfile
 
 from postrisk.cli import main
-from postrisk.release import MANIFEST
+from postrisk.release import CROISSANT, MANIFEST, instances_file
 from postrisk.release.verify import verify_release
+from postrisk.tasks.key import TaskKey
 from tests.release.release_helpers import DROPPED, KEYS, build, make_store
 
 
@@ -98,8 +99,19 @@ def test_an_instance_listed_in_no_file_is_a_problem(release, tmp_path):
     manifest["instances"][0]["file"] = "nowhere.zip"
     (copy / MANIFEST).write_text(json.dumps(manifest))
     problems, _ = verify_release(copy)
-    assert problems == [f"{manifest['instances'][0]['key']}: its file 'nowhere.zip' is not "
-                        "among the manifest's files"]
+    key = manifest["instances"][0]["key"]
+    assert _without_croissant(problems) == [
+        f"{key}: the manifest's file is 'nowhere.zip', its key says "
+        f"'{instances_file(*key.split('/')[:2])}'",
+        f"{key}: its file 'nowhere.zip' is not among the manifest's files"]
+
+
+def _without_croissant(problems: list[str]) -> list[str]:
+    """The problems but the one an edited manifest always adds: the Croissant metadata lists
+    the manifest as packed."""
+    rest = [p for p in problems if not p.startswith(f"{CROISSANT}: lists {MANIFEST}")]
+    assert len(problems) - len(rest) == 1, problems
+    return rest
 
 
 def test_instances_not_shipped_are_not_checked(release):
@@ -150,7 +162,7 @@ def test_an_edited_quality_record_and_a_wrong_cell_rhat_are_caught(release, tmp_
     gp["quality"]["draws"] = 1000
     (copy / MANIFEST).write_text(json.dumps(manifest))
     problems, _ = verify_release(copy)
-    assert [p.split(" is ")[0] for p in problems] == [
+    assert [p.split(" is ")[0] for p in _without_croissant(problems)] == [
         f"{KEYS[0].label}: quality record: checks.coverage90.value",
         f"{KEYS[0].label}: quality record: draws"]
     gp["quality"]["checks"]["validity"]["cell_bnn_max_rhat"] = 1.5
@@ -193,3 +205,42 @@ def test_a_manifest_that_is_not_an_object_is_one_line(release, tmp_path, capsys)
     assert "Traceback" not in captured.out + captured.err
     assert (f"{copy / MANIFEST} is not a postrisk release manifest (a JSON list, not an "
             "object)") in captured.out
+
+
+def test_a_manifest_entry_that_contradicts_its_key_is_caught(release, tmp_path):
+    """Fault: a manifest's `seed` field was not checked against its key."""
+    out, _ = release
+    copy = tmp_path / "data"
+    shutil.copytree(out, copy)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    entry = manifest["instances"][0]
+    entry["seed"] = entry["seed"] + 7
+    entry["group"] = "bump/ood/9"
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    problems = _without_croissant(verify_release(copy)[0])
+    key = TaskKey.parse(entry["key"])
+    assert problems[:2] == [
+        f"{key.label}: the manifest's seed is {key.seed + 7!r}, its key says {key.seed!r}",
+        f"{key.label}: the manifest's group is 'bump/ood/9', its key says "
+        f"'{key.noise}/{key.coverage}/{key.seed}'"]
+
+
+def test_the_croissant_metadata_is_checked_against_the_manifest(release, tmp_path, capsys):
+    """Fault: croissant.json was neither downloaded nor verified."""
+    out, manifest = release
+    copy = tmp_path / "data"
+    shutil.copytree(out, copy)
+    assert verify_release(copy)[0] == []
+    metadata = json.loads((copy / CROISSANT).read_text())
+    first = manifest["files"][0]["name"]
+    for obj in metadata["distribution"]:
+        if obj["@id"] == first:
+            obj["sha256"] = "0" * 64
+    (copy / CROISSANT).write_text(json.dumps(metadata))
+    assert verify_release(copy)[0] == [
+        f"{CROISSANT}: lists {first} with sha256 0000000000000000…, not the manifest's "
+        f"{manifest['files'][0]['sha256'][:16]}…"]
+    (copy / CROISSANT).unlink()
+    assert verify_release(copy)[0] == [
+        f"{CROISSANT}: missing (every release has its Croissant metadata)"]
+    assert verify_release(copy, present_only=True)[0] == []  # a partial download: skipped

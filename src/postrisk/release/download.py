@@ -51,7 +51,7 @@ from postrisk.core.download import (
     file_sha256,
 )
 from postrisk.core.progress import progress_steps
-from postrisk.release import MANIFEST
+from postrisk.release import CROISSANT, MANIFEST
 from postrisk.release.load import ReleaseError, read_manifest
 
 logger = logging.getLogger(__name__)
@@ -349,15 +349,42 @@ def _download(base: str, dest: Path, staging: Path, report: DownloadReport,
     if report.failed:
         kept_here = bool(to_replace or report.skipped or here is not None)
         raise ReleaseDownloadFailed(failed_message(report, len(files), short, kept_here))
+    _fetch_croissant(base, dest, staging, manifest, retries, timeout_s)
     for name in held:
         os.replace(staging / name, dest / name)
         report.downloaded.append(name)
         report.replaced.append(name)
+    os.replace(staging / CROISSANT, dest / CROISSANT)
     os.replace(staging / MANIFEST, dest / MANIFEST)
     logger.info("[download] %d downloaded (%s bytes in %.1f s; %d replaced a file here), %d "
                 "skipped; release in %s", len(report.downloaded),
                 f"{report.bytes_downloaded:,}", report.seconds, len(report.replaced),
                 len(report.skipped), dest)
+
+
+def _fetch_croissant(base: str, dest: Path, staging: Path, manifest: Mapping[str, Any],
+                     retries: int, timeout_s: float) -> None:
+    """The release's Croissant metadata into ``staging``: the manifest does not list it (it
+    lists the manifest), so it is checked against the manifest instead (the manifest's sha256
+    and every file's); one already in ``dest`` that agrees is kept, not fetched again; a
+    ``ReleaseDownloadFailed`` where it cannot be fetched or disagrees."""
+    from postrisk.release.verify import croissant_problems
+
+    if (dest / CROISSANT).is_file():
+        shutil.copy2(dest / CROISSANT, staging / CROISSANT)
+        if not croissant_problems(staging, manifest):
+            return
+    try:
+        fetch_file(base + CROISSANT, staging / CROISSANT, None, retries=retries,
+                   timeout_s=timeout_s)
+    except DownloadError as err:
+        raise ReleaseDownloadFailed(f"{CROISSANT}: {err}; the files the manifest lists are "
+                                    "verified: run the download again to retry") from None
+    problems = croissant_problems(staging, manifest)
+    if problems:
+        raise ReleaseDownloadFailed("; ".join(problems) + " (the release's Croissant metadata "
+                                    "is not this release's: nothing was kept of it)")
+    logger.info("[download] %s: agrees with the manifest", CROISSANT)
 
 
 def download_configured(settings: Mapping[str, Any], replace: bool = False) -> DownloadReport:

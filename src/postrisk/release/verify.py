@@ -7,8 +7,11 @@ the manifest's, and its per-point diagnostics (rank of f*, 90% coverage, MCSE of
 and ESS where there are chains) recomputed from the draws it stores and compared with the
 values it records (:mod:`postrisk.tasks.recheck`: R̂ and ESS bit for bit, the others within what
 the float32 rounding of the draws allows); its quality record in the manifest recomputed from
-the store and compared exactly, its cell's BNN R̂ against what that BNN instance records. Every
-disagreement is one line; the progress is counted in bytes over the files.
+the store and compared exactly, its cell's BNN R̂ against what that BNN instance records; each
+instance entry's fields (dataset, prior, noise, coverage, seed, file, group) against its key;
+and the Croissant metadata (``croissant.json``, which the manifest does not list: it lists the
+manifest) against the manifest and its files' sha256s. Every disagreement is one line; the
+progress is counted in bytes over the files.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 
 from postrisk.core.download import file_sha256
 from postrisk.core.progress import progress_steps
+from postrisk.release import CROISSANT, MANIFEST, instance_group, instances_file
 from postrisk.release.load import ReleaseError, open_packed, read_manifest
 from postrisk.release.pack import group_sha256
 from postrisk.tasks.key import TaskKey
@@ -51,6 +55,7 @@ def verify_release(root: str | Path, present_only: bool = False) -> tuple[list[s
     by_file: dict[str, list[dict]] = {}
     problems: list[str] = []
     for entry in manifest.get("instances", []):
+        problems += entry_problems(entry)
         if entry.get("file") not in listed:
             problems.append(f"{entry.get('key')}: its file {entry.get('file')!r} is not among "
                             "the manifest's files")
@@ -64,10 +69,52 @@ def verify_release(root: str | Path, present_only: bool = False) -> tuple[list[s
                                     rhat)
             progress.advance(int(entry.get("bytes", 0)))
     problems += cell_rhat_problems(manifest.get("instances", []))
+    if not (present_only and not (root / CROISSANT).is_file()):
+        problems += croissant_problems(root, manifest)
     counts = {"files": len(files),
               "instances": sum(len(by_file.get(e["name"], [])) for e in files),
               "bytes": total, "skipped": len(skipped), "rhat": rhat}
     return problems, counts
+
+
+def entry_problems(entry: Mapping) -> list[str]:
+    """Where a manifest's instance entry disagrees with its own key: its key fields, its file
+    and its group are each determined by the key."""
+    try:
+        key = TaskKey.parse(str(entry.get("key")))
+    except (TypeError, ValueError) as err:
+        return [f"{entry.get('key')}: not an instance key ({err})"]
+    expected = {**key.as_dict(), "file": instances_file(key.dataset, key.prior),
+                "group": instance_group(key.noise, key.coverage, key.seed)}
+    return [f"{key.label}: the manifest's {field} is {entry.get(field)!r}, its key says "
+            f"{value!r}" for field, value in expected.items()
+            if str(entry.get(field)) != str(value)]
+
+
+def croissant_problems(root: Path, manifest: Mapping) -> list[str]:
+    """The Croissant metadata of the release in ``root`` against its manifest: present, JSON,
+    listing the manifest file with that file's sha256 and every file of the manifest with the
+    manifest's sha256."""
+    path = root / CROISSANT
+    if not path.is_file():
+        return [f"{CROISSANT}: missing (every release has its Croissant metadata)"]
+    try:
+        metadata = json.loads(path.read_text())
+        listed = {obj["@id"]: obj.get("sha256") for obj in metadata["distribution"]}
+    except (ValueError, KeyError, TypeError) as err:
+        return [f"{CROISSANT}: not Croissant metadata of a release ({type(err).__name__}: "
+                f"{err})"]
+    expected = {MANIFEST: file_sha256(root / MANIFEST),
+                **{entry["name"]: entry["sha256"] for entry in manifest.get("files", [])}}
+    problems = []
+    for name, sha256 in expected.items():
+        if name not in listed:
+            problems.append(f"{CROISSANT}: does not list {name}")
+        elif listed[name] != sha256:
+            what = "this manifest" if name == MANIFEST else "the manifest's"
+            problems.append(f"{CROISSANT}: lists {name} with sha256 {str(listed[name])[:16]}…, "
+                            f"not {what} {sha256[:16]}…")
+    return problems
 
 
 def verify_file(path: Path, entry: Mapping, instances: list[Mapping],
