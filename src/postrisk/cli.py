@@ -440,6 +440,11 @@ def _print_scores(scores) -> None:
     for name, values in rows:
         table.add_row(name, *values)
     Console(width=max(100, width + 70)).print(table)
+    notes = scores.get("undefined")
+    for reason, tasks in (scores.groupby(notes)["dataset"].size().items()
+                          if notes is not None else ()):
+        if isinstance(reason, str) and reason:
+            typer.echo(f"note: on {tasks} task(s), {reason} (column `undefined`)", err=True)
 
 
 @command()

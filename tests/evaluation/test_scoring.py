@@ -171,3 +171,50 @@ def test_a_sampled_posterior_scores_from_the_mixture_of_its_draws():
                                own["log_score_generalized_variance"], rtol=0.005)
     for name in ("crps_posterior_excess_risk", "crps_generalized_variance"):
         np.testing.assert_allclose(mixture[name], own[name], rtol=0.01, err_msg=name)
+
+
+class _ConstantAU:
+    """A method whose AU is one number everywhere and whose EU is 0 at two points."""
+
+    def fit(self, x, y):
+        self.mean_ = float(np.mean(y))
+        return self
+
+    def predict(self, x):
+        eu = np.linspace(0.0, 1.0, len(x))
+        eu[:2] = 0.0
+        return np.full(len(x), self.mean_), np.full(len(x), 0.0), eu
+
+
+def test_an_undefined_score_says_why():
+    """Fault: spearman_au was NaN for a constant-AU method with no explanation, and all-zero
+    variances gave silent NaN scores."""
+    from postrisk.evaluation.scoring import undefined_reasons
+
+    m = 6
+    ok = Prediction(np.zeros(m), np.linspace(0.1, 0.6, m), np.linspace(0.2, 0.7, m))
+    assert undefined_reasons(ok) == ""
+    flat = Prediction(np.zeros(m), np.full(m, 0.3), np.zeros(m))
+    assert undefined_reasons(flat) == (
+        "ÂU is constant (0.3) over the evaluation points: spearman_au and the other rank "
+        "scores of ÂU are undefined; ÊU is constant (0) over the evaluation points: "
+        "spearman_eu_* and the other rank scores of ÊU are undefined")
+    zero = Prediction(np.zeros(m), np.zeros(m), np.r_[0.0, 0.0, np.linspace(0.1, 0.4, m - 2)])
+    assert undefined_reasons(zero).endswith(
+        "ÂU + ÊU is 0 at 2 of 6 points: nll, crps, coverage90 and width90 are undefined")
+    assert "ÂU + ÊU" not in undefined_reasons(zero, eu_is_variance=False)
+
+
+def test_the_score_table_carries_the_reason(capsys):
+    import postrisk
+    from postrisk.cli import _print_scores
+    from postrisk.release.load import embedded_root
+
+    scores = postrisk.evaluate(_ConstantAU(), prior="gp", root=embedded_root())
+    assert scores["spearman_au"].isna().all() and scores["nll"].isna().all()
+    assert scores["undefined"].str.startswith("ÂU is constant (0) over the evaluation "
+                                              "points").all()
+    assert scores["undefined"].str.endswith("nll, crps, coverage90 and width90 are "
+                                            "undefined").all()
+    _print_scores(scores)
+    assert f"note: on {len(scores)} task(s), ÂU is constant (0)" in capsys.readouterr().err

@@ -27,7 +27,13 @@ from typing import Any
 import pandas as pd
 
 from postrisk.core.progress import progress_steps
-from postrisk.evaluation.scoring import HEADLINE, SCORE_COLUMNS, score_prediction
+from postrisk.evaluation.scoring import (
+    HEADLINE,
+    SCORE_COLUMNS,
+    UNDEFINED,
+    score_prediction,
+    undefined_reasons,
+)
 from postrisk.methods.outside import default_name
 from postrisk.methods.registry import MethodError
 from postrisk.methods.runner import check_prediction
@@ -47,7 +53,7 @@ logger = logging.getLogger(__name__)
 #: The columns of :func:`evaluate`'s table before the score columns (those of the pipeline's
 #: per-condition score files).
 ROW_COLUMNS = (*KEY_COLUMNS, "heteroscedastic", "method",
-               "kind", "status", "error", "fit_seconds", "predict_seconds")
+               "kind", "status", "error", UNDEFINED, "fit_seconds", "predict_seconds")
 
 
 class InvalidPrediction(ValueError):
@@ -138,7 +144,8 @@ def evaluate(model: Any, tasks: Task | str | Path | TaskKey | Iterable | None = 
             if prediction is None:
                 raise InvalidPrediction(f"method {label} on task {task_label}: {reason}")
             rows.append({**task.key, "heteroscedastic": task.heteroscedastic, "method": label,
-                         "kind": "method", "status": "ok", "error": "", "fit_seconds": fit_s,
+                         "kind": "method", "status": "ok", "error": "",
+                         UNDEFINED: undefined_reasons(prediction), "fit_seconds": fit_s,
                          "predict_seconds": predict_s, **score_prediction(task, prediction)})
             progress.advance(message=task_label)
     frame = pd.DataFrame(rows, columns=[*ROW_COLUMNS, *SCORE_COLUMNS])

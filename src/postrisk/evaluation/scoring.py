@@ -211,6 +211,29 @@ def selective_scores(au_hat, eu_hat, au_true, eu_true: dict[str, np.ndarray]
     return {k: _none_if_nan(v) for k, v in out.items()}
 
 
+#: The column of a score row that says why some of its scores are undefined ("" where none is
+#: on the prediction's account; a score that is undefined is empty, never a silent NaN).
+UNDEFINED = "undefined"
+
+
+def undefined_reasons(prediction: Prediction, *, eu_is_variance: bool = True) -> str:
+    """Why some scores of ``prediction`` are undefined, one clause per cause ("" where none
+    is): a constant ÂU or ÊU has no ranks, so its rank correlations (and the scores built on
+    them) are undefined; a total variance of 0 at some point has no Gaussian score."""
+    reasons = []
+    for symbol, values, scores in (
+            ("ÂU", prediction.aleatoric_var, "spearman_au and the other rank scores of ÂU"),
+            ("ÊU", prediction.epistemic_var, "spearman_eu_* and the other rank scores of ÊU")):
+        if values.size and np.ptp(values) == 0:
+            reasons.append(f"{symbol} is constant ({values[0]:g}) over the evaluation points: "
+                           f"{scores} are undefined")
+    zero = int(np.sum(prediction.aleatoric_var + prediction.epistemic_var <= 0))
+    if eu_is_variance and zero:
+        reasons.append(f"ÂU + ÊU is 0 at {zero} of {prediction.mean.size} points: nll, crps, "
+                       "coverage90 and width90 are undefined")
+    return "; ".join(reasons)
+
+
 def score_prediction(task: Task, prediction: Prediction, *, eu_is_variance: bool = True
                      ) -> dict[str, float | None]:
     """Every score of one prediction on one task instance (the columns of :data:`METRICS`;
@@ -251,9 +274,11 @@ def score_condition(tasks: dict[int, Task], fits: dict[str, list[FitRecord]],
     for seed, task in sorted(tasks.items()):
         base = {**task.key, "heteroscedastic": task.heteroscedastic}
         for name, prediction in reference_predictions(task).items():
+            variance = name not in DISTANCE_ROWS
             rows.append({**base, "method": name, "kind": "reference", "status": "ok",
-                         "error": "", **score_prediction(
-                             task, prediction, eu_is_variance=name not in DISTANCE_ROWS)})
+                         "error": "", UNDEFINED: undefined_reasons(
+                             prediction, eu_is_variance=variance), **score_prediction(
+                             task, prediction, eu_is_variance=variance)})
         for method, records in fits.items():
             record = dict(zip(fit_seeds[method], records, strict=True)).get(seed)
             if record is None:
@@ -262,6 +287,7 @@ def score_condition(tasks: dict[int, Task], fits: dict[str, list[FitRecord]],
                    "error": record.error, "fit_seconds": record.fit_seconds,
                    "predict_seconds": record.predict_seconds}
             if record.status == "ok":
+                row[UNDEFINED] = undefined_reasons(record.prediction())
                 row.update(score_prediction(task, record.prediction()))
             rows.append(row)
     frame = pd.DataFrame(rows)
