@@ -221,3 +221,34 @@ def test_summary_adds_rhat_ess_and_what_a_release_left_out_and_marks_the_unknown
     assert list(rows)[-2:] == ["max R̂ / min ESS", "released without"]
     assert "max R̂ / min ESS" not in dict(task.summary())
     assert "released without" not in dict(task.summary())
+
+
+def test_a_changed_value_in_a_plain_store_is_refused(tmp_path):
+    """Fault: a byte flipped inside a plain (unzipped) task store loaded silently. The workflow
+    records each variable's digest as it writes a store; a value changed since is refused."""
+    import zarr
+
+    from postrisk.core.io import write_zarr_atomic
+    from postrisk.tasks.store import (
+        CONTENT_DIGESTS,
+        StoreValidationError,
+        content_digests,
+        with_content_digests,
+    )
+    from tests.task_helpers import gp_task
+
+    ds = gp_task(n=30, m=20).ds
+    path = write_zarr_atomic(with_content_digests(ds), tmp_path / "0.zarr")
+    loaded = Task.load(path)
+    assert json.loads(loaded.ds.attrs[CONTENT_DIGESTS]) == content_digests(ds)
+    group = zarr.open_group(path, mode="r+")
+    y = group["y_train"][:]
+    y[3] += 1e-9
+    group["y_train"][:] = y
+    with pytest.raises(StoreValidationError, match=r"y_train: its values differ from those the "
+                                                   r"store was written with \(the store is "
+                                                   r"damaged"):
+        Task.load(path)
+    # a store written without digests (before they were recorded) loads as before
+    plain = write_zarr_atomic(ds, tmp_path / "1.zarr")
+    assert CONTENT_DIGESTS not in Task.load(plain).ds.attrs

@@ -22,6 +22,7 @@ import numpy as np
 
 from postrisk.release.load import embedded_root
 from postrisk.tasks.key import TaskKey
+from postrisk.tasks.store import CONTENT_DIGESTS, with_content_digests
 
 #: Draws kept per instance in the package's suite; BNN keeps more, so that its 4 chains' R̂
 #: stays the one that decided the seed's validity (a few hundred draws per chain).
@@ -92,7 +93,7 @@ def thin_task(ds, draws: int = EMBEDDED_DRAWS):
     out.attrs["thinned"] = json.dumps({"from_draws": int(n_draws), "from_chains": chains,
                                        "draws": len(index), "chains": new_chains,
                                        "posterior_mean_and_var": "of all the draws"})
-    return out
+    return with_content_digests(out) if CONTENT_DIGESTS in ds.attrs else out
 
 
 def build_embedded_suite(results: str | Path, out: str | Path,

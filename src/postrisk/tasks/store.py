@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from postrisk.core.io import open_zarr
+from postrisk.core.io import array_digest, open_zarr
 from postrisk.covariates.pools import shared_values
 from postrisk.tasks import TASK_SCHEMA_VERSION  # noqa: F401 - re-exported, the contract's version
 from postrisk.tasks.key import KEY_COLUMNS
@@ -95,6 +95,35 @@ def released_without(attrs: dict, problems: list[str]) -> tuple[str, ...]:
     return tuple(n for n in names if n in RELEASE_OMITTED)
 
 
+#: The attribute recording each numeric variable's digest as the store was written (variable ->
+#: :func:`~postrisk.core.io.array_digest` of its values): a byte flipped in a stored chunk that
+#: still decodes is found when the store is loaded. Stores written before it have none.
+CONTENT_DIGESTS = "content_digests"
+
+
+def content_digests(ds: xr.Dataset) -> dict[str, str]:
+    """Each numeric data variable's digest (dtype, shape and values)."""
+    return {name: array_digest((var.values, var.dtype))
+            for name, var in sorted(ds.data_vars.items()) if var.dtype.kind in "biuf"}
+
+
+def with_content_digests(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with its :data:`CONTENT_DIGESTS` attribute set to its variables' digests now."""
+    out = ds.copy()
+    out.attrs[CONTENT_DIGESTS] = json.dumps(content_digests(ds), sort_keys=True)
+    return out
+
+
+def content_problems(ds: xr.Dataset) -> list[str]:
+    """The variables whose values no longer have the digest recorded when the store was
+    written (a variable a release leaves out is not checked)."""
+    recorded = json.loads(ds.attrs.get(CONTENT_DIGESTS) or "{}")
+    now = content_digests(ds[[n for n in recorded if n in ds.data_vars]])
+    changed = sorted(n for n, digest in now.items() if digest != recorded[n])
+    return [f"{name}: its values differ from those the store was written with (the store is "
+            "damaged: rebuild it, or download it again)" for name in changed]
+
+
 def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> xr.Dataset:
     """Check a sample or task store against the contract; return it loaded, or raise.
 
@@ -102,8 +131,10 @@ def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> x
     Checks: schema version (a store of another version is refused with how to rebuild it),
     variables with dims and dtypes, attributes, finite values, positive noise variances,
     non-negative posterior variances, evaluation rows disjoint from the training inputs by row
-    index and by value ("no evaluation point is ever a training input"). A released instance
-    may leave out :data:`RELEASE_OMITTED` (named in its ``released_without`` attribute).
+    index and by value ("no evaluation point is ever a training input"), and each variable's
+    values against the digest recorded when the store was written (:data:`CONTENT_DIGESTS`). A
+    released instance may leave out :data:`RELEASE_OMITTED` (named in its ``released_without``
+    attribute).
     """
     ds = open_zarr(store) if not isinstance(store, xr.Dataset) else store
     where = store if not isinstance(store, xr.Dataset) else "dataset"
@@ -148,6 +179,7 @@ def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> x
                 problems.append("posterior_draws has non-finite values")
             if not np.all(ds["posterior_var"].values >= 0):
                 problems.append("posterior_var has negative values")
+        problems += content_problems(ds)
     if problems:
         raise StoreValidationError(f"{where}: " + "; ".join(problems))
     return ds

@@ -16,7 +16,7 @@ from postrisk.core.io import json_attr, open_zarr, write_text_atomic, write_zarr
 from postrisk.core.progress import progress_steps
 from postrisk.covariates.build import load_covariates, make_covariate_store
 from postrisk.tasks.generate import TaskKey, build_sample, build_task
-from postrisk.tasks.store import validate_store
+from postrisk.tasks.store import validate_store, with_content_digests
 from postrisk.tasks.validity import read_usable_seeds, select_valid_seeds
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def make_sample(key: TaskKey, covariates: str | Path, prior: str | Path, n: int,
     params = json.loads(Path(prior).read_text())
     ds = build_sample(key, load_covariates(covariates), params, n, digest,
                       noise_strength=noise_strength)
-    write_zarr_atomic(validate_store(ds, kind="sample"), out)
+    write_zarr_atomic(validate_store(with_content_digests(ds), kind="sample"), out)
 
 
 def make_samples(units: Sequence[SampleUnit]) -> None:
@@ -88,7 +88,7 @@ def make_task(sample: str | Path, settings: dict, out: str | Path,
     task = build_task(validate_store(sample, kind="sample"), settings)
     if accelerator is not None:
         task.attrs["accelerator"] = json_attr(dict(accelerator))
-    write_zarr_atomic(validate_store(task, kind="task"), out)
+    write_zarr_atomic(validate_store(with_content_digests(task), kind="task"), out)
 
 
 def make_tasks(units: Sequence[PosteriorUnit], accelerator: Mapping | None = None) -> None:
