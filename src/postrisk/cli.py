@@ -118,9 +118,29 @@ def _config(configfiles: list[Path] | None = None) -> dict:
 
 # -- the workflow -------------------------------------------------------------------------------
 
+def _configfiles(args: list[str]) -> list[str]:
+    """The files snakemake's ``--configfile``/``--configfiles`` name in ``args`` (each option
+    takes every word after it up to the next option)."""
+    files, taking = [], False
+    for arg in args:
+        if arg.startswith("-"):
+            name, _, value = arg.partition("=")
+            taking = name in ("--configfile", "--configfiles")
+            if taking and value:
+                files.append(value)
+                taking = False
+        elif taking:
+            files.append(arg)
+    return files
+
+
 def _snakemake(args: list[str]) -> int:
+    from postrisk.grid.config import read_layers
     from postrisk.workflow.launch import find_checkout, snakemake_command
 
+    # a config file snakemake cannot read gets its own one line, naming the file and the place
+    # (snakemake's says neither)
+    read_layers(*_configfiles(args), cost_model=False)
     root, where = find_checkout()
     cmd = snakemake_command(args, root)
     typer.echo(f"workflow: {root / 'Snakefile'} (of {where})", err=True)

@@ -548,6 +548,22 @@ def test_a_file_that_is_not_yaml_or_not_a_mapping_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip().splitlines() == [
         f"error: {listed}: a configuration file is a mapping of keys (like `methods: [blr, gp]`), "
         "not a list"]
+    # the workflow through `postrisk run`: checked before snakemake starts (its own message
+    # names neither the file nor the place)
+    for args, named in ((["run", "-n", "--cores", "1", "--configfile", str(broken)], broken),
+                        (["run", "-n", f"--configfile={listed}", "--cores", "1"], listed)):
+        assert main(args) == 2
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(f"error: {named}: ")
+
+
+def test_the_config_files_snakemake_is_given_are_found():
+    from postrisk.cli import _configfiles
+
+    assert _configfiles(["-n", "--configfile", "a.yaml", "b.yaml", "--cores", "2", "x"]) == [
+        "a.yaml", "b.yaml"]
+    assert _configfiles(["--configfiles=c.yaml", "--config", "k=1"]) == ["c.yaml"]
+    assert _configfiles(["results/x.zarr", "--cores", "2"]) == []
 
 
 def test_an_unknown_method_over_a_preset_is_its_error_alone(repo, tmp_path, caplog):
