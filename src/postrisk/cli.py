@@ -1,6 +1,6 @@
 """The `postrisk` command line (typer; progress with rich): run the workflow, build one task,
-download a release, evaluate a method, inspect a store, and the covariate, plan and
-environment commands. `postrisk <command> --help` explains each.
+download a release, evaluate a method, inspect a store, watch a run, and the covariate, plan
+and environment commands. `postrisk <command> --help` explains each.
 
 Errors a user can cause (a missing file, a bad key, a checksum mismatch, an unreachable URL, a
 bad configuration, a method's missing extra) end the command with one line, ``error: …``, and
@@ -24,6 +24,7 @@ from typing import Annotated
 import typer
 
 from postrisk.core.logs import terminal_logging
+from postrisk.evaluation.cli_scores import model_from_options, print_scores
 
 app = typer.Typer(help=__doc__.split("\n\n")[0], no_args_is_help=True,
                   add_completion=False, pretty_exceptions_enable=False,
@@ -210,6 +211,24 @@ def outputs(configfile: ConfigFiles = None,
 
 
 @command()
+def progress(configfile: ConfigFiles = None,
+             directory: Annotated[Path, typer.Option(
+                 help="Snakemake's working directory (--directory), where .snakemake is")]
+             = Path("."),
+             results: Annotated[Path | None, typer.Option(
+                 help="the results folder (default: results/ in --directory)")] = None) -> int:
+    """How far a run has got, from its files alone (no DAG is built): per rule the planned jobs
+    finished, running (submitted), failed and missing (not started), the failed jobs with
+    their logs, and what to do next. Exit status 1 when a job failed."""
+    from postrisk.planning.progress import config_progress, progress_lines
+
+    report = config_progress(_config(configfile), directory, results)
+    for line in progress_lines(report):
+        typer.echo(line)
+    return FAILED if report.failed else 0
+
+
+@command()
 def envs(check: Annotated[bool, typer.Option(
              "--check", help="fail if the files are out of date")] = False,
          write: Annotated[bool, typer.Option(
@@ -389,19 +408,6 @@ def verify(folder: Annotated[Path, typer.Argument(
     return 0
 
 
-def _parse_settings(values: list[str] | None) -> dict:
-    """``name=value`` pairs, each value read as YAML (numbers, booleans, lists)."""
-    import yaml
-
-    out = {}
-    for item in values or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set {item!r}: expected name=value")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
-
-
 @command()
 def evaluate(method: Annotated[str, typer.Argument(
                  help="module:Class (your method) or a built-in method's name")],
@@ -425,46 +431,16 @@ def evaluate(method: Annotated[str, typer.Argument(
     ends the command with one line naming the method, the task and the
     exception; `postrisk --debug evaluate …` shows its traceback."""
     from postrisk.evaluation.evaluate import evaluate as run_evaluation
-    from postrisk.methods.registry import UnknownSettings, make_model
     from postrisk.release.load import configured_root
 
-    try:
-        model = make_model(method, _parse_settings(set_))
-    except UnknownSettings as err:
-        given = {item.partition("=")[0].strip(): item for item in set_ or []}
-        raise ValueError(", ".join(f"--set {given[key]}" for key in err.unknown)
-                         + f": {err}") from err
+    model = model_from_options(method, set_)
     scores = run_evaluation(model, root=configured_root(root, configfile), dataset=dataset,
                             prior=prior, noise=noise, coverage=coverage, seed=seed)
-    _print_scores(scores)
+    print_scores(scores)
     if out:
         scores.to_csv(out, index=False)
         typer.echo(f"every score of {len(scores)} task(s): {out}")
     return 0
-
-
-def _print_scores(scores) -> None:
-    """The headline scores (the CSV holds every score), one row per task, then their mean."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from postrisk.evaluation.evaluate import headline_rows
-    from postrisk.evaluation.scoring import HEADLINE, METRICS
-
-    rows = headline_rows(scores)
-    width = max(len(name) for name, _ in rows[:-1])  # of the task names
-    table = Table(title=f"{scores['method'].iloc[0]} on {len(scores)} task(s)")
-    table.add_column("task", no_wrap=True, min_width=width)
-    for column in HEADLINE:
-        table.add_column(METRICS[column].label, justify="right")
-    for name, values in rows:
-        table.add_row(name, *values)
-    Console(width=max(100, width + 70)).print(table)
-    notes = scores.get("undefined")
-    for reason, tasks in (scores.groupby(notes)["dataset"].size().items()
-                          if notes is not None else ()):
-        if isinstance(reason, str) and reason:
-            typer.echo(f"note: on {tasks} task(s), {reason} (column `undefined`)", err=True)
 
 
 @command()

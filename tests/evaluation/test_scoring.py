@@ -203,18 +203,3 @@ def test_an_undefined_score_says_why():
     assert undefined_reasons(zero).endswith(
         "ÂU + ÊU is 0 at 2 of 6 points: nll, crps, coverage90 and width90 are undefined")
     assert "ÂU + ÊU" not in undefined_reasons(zero, eu_is_variance=False)
-
-
-def test_the_score_table_carries_the_reason(capsys):
-    import postrisk
-    from postrisk.cli import _print_scores
-    from postrisk.release.load import embedded_root
-
-    scores = postrisk.evaluate(_ConstantAU(), prior="gp", root=embedded_root())
-    assert scores["spearman_au"].isna().all() and scores["nll"].isna().all()
-    assert scores["undefined"].str.startswith("ÂU is constant (0) over the evaluation "
-                                              "points").all()
-    assert scores["undefined"].str.endswith("nll, crps, coverage90 and width90 are "
-                                            "undefined").all()
-    _print_scores(scores)
-    assert f"note: on {len(scores)} task(s), ÂU is constant (0)" in capsys.readouterr().err
