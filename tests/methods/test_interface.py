@@ -13,8 +13,6 @@ from postrisk.methods import (
     FIT_RECORD_SCHEMA,
     METHODS,
     FitRecord,
-    Prediction,
-    UncertaintyMethod,
     fit_records_from_dataset,
     fit_records_to_dataset,
     run_fit,
@@ -29,32 +27,7 @@ from postrisk.methods.table import (
     matched_groups,
     table_entry,
 )
-
-
-# -- throwaway methods ---------------------------------------------------------------------
-class _Good(UncertaintyMethod):
-    name = "good"
-    display_name = "Good"
-    defaults = {"scale": 1.0, "act": "tanh"}
-    search_space = {"scale": ("float", 1e-3, 10.0, "log"), "act": ("categorical", ["tanh", "relu"])}
-
-    def fit(self, x, y):
-        self.mu_ = float(np.mean(y))
-        return self
-
-    def predict(self, x):
-        m = len(x)
-        return Prediction(np.full(m, self.mu_), np.full(m, self.scale), np.linspace(0, 1, m))
-
-
-class _NaN(_Good):
-    name = "nan_mean"
-
-    def predict(self, x):
-        p = super().predict(x)
-        mean = p.mean.copy()
-        mean[0] = np.nan
-        return Prediction(mean, p.aleatoric_var, p.epistemic_var)
+from tests.methods.method_doubles import _Good, _NaN
 
 
 @pytest.fixture

@@ -150,12 +150,22 @@ def test_make_method_builds_an_unfitted_instance():
         make_method("nope")
 
 
-def test_a_built_in_method_whose_package_is_missing_names_the_extra(monkeypatch):
-    monkeypatch.setitem(METHOD_ENTRIES, "blr", MethodEntry(
-        "blr", "BLR", "gp_based", "a_package_nobody_has.models:Model"))
-    with pytest.raises(MissingExtra) as raised:
+@pytest.mark.parametrize("location", [
+    pytest.param("a_package_nobody_has.models:Model", id="an-outside-package-names-the-extra"),
+    pytest.param("postrisk.methods.no_such_module:Model", id="postrisks-own-module-is-not-one"),
+])
+def test_a_built_in_method_whose_module_is_missing(monkeypatch, location):
+    """A missing package is a MissingExtra naming the extra that installs it; a missing module
+    of postrisk itself is not (its ModuleNotFoundError is raised as it is)."""
+    monkeypatch.setitem(METHOD_ENTRIES, "blr", MethodEntry("blr", "BLR", "gp_based", location))
+    own = location.startswith("postrisk.")
+    with pytest.raises(ModuleNotFoundError if own else MissingExtra) as raised:
         get_method("blr")
     err = raised.value
+    if own:
+        assert not isinstance(err, MissingExtra)
+        assert err.name == "postrisk.methods.no_such_module"
+        return
     assert isinstance(err, ImportError) and isinstance(err.__cause__, ModuleNotFoundError)
     assert str(err) == (f"method blr needs the {METHODS_EXTRA!r} extra (a_package_nobody_has is "
                         f"not installed): pip install '.[{METHODS_EXTRA}]' in the postrisk "
@@ -163,15 +173,6 @@ def test_a_built_in_method_whose_package_is_missing_names_the_extra(monkeypatch)
     assert err.name == err.__cause__.name and err.name.startswith("a_package_nobody_has")
     with pytest.raises(MissingExtra, match="method blr needs"):
         make_method("blr")
-
-
-def test_a_missing_module_of_postrisk_itself_is_not_a_missing_extra(monkeypatch):
-    monkeypatch.setitem(METHOD_ENTRIES, "blr", MethodEntry(
-        "blr", "BLR", "gp_based", "postrisk.methods.no_such_module:Model"))
-    with pytest.raises(ModuleNotFoundError) as raised:
-        get_method("blr")
-    assert not isinstance(raised.value, MissingExtra)
-    assert raised.value.name == "postrisk.methods.no_such_module"
 
 
 # -- outside methods -----------------------------------------------------------------------

@@ -20,24 +20,10 @@ from postrisk.methods.runner import (
     run_fit,
     run_together,
 )
+from tests.methods.method_doubles import _Good, _NaN
 
 
-# -- throwaway methods ---------------------------------------------------------------------
-class _Good(UncertaintyMethod):
-    name = "good"
-    display_name = "Good"
-    defaults = {"scale": 1.0, "act": "tanh"}
-    search_space = {"scale": ("float", 1e-3, 10.0, "log"), "act": ("categorical", ["tanh", "relu"])}
-
-    def fit(self, x, y):
-        self.mu_ = float(np.mean(y))
-        return self
-
-    def predict(self, x):
-        m = len(x)
-        return Prediction(np.full(m, self.mu_), np.full(m, self.scale), np.linspace(0, 1, m))
-
-
+# -- throwaway methods (besides _Good and _NaN, shared: tests/methods/method_doubles.py) ------
 class _Raises(_Good):
     name = "raises"
 
@@ -59,16 +45,6 @@ class _NegativeVar(_Good):
     def predict(self, x):
         p = super().predict(x)
         return Prediction(p.mean, p.aleatoric_var, p.epistemic_var - 0.5)
-
-
-class _NaN(_Good):
-    name = "nan_mean"
-
-    def predict(self, x):
-        p = super().predict(x)
-        mean = p.mean.copy()
-        mean[0] = np.nan
-        return Prediction(mean, p.aleatoric_var, p.epistemic_var)
 
 
 class _PredictRaises(_Good):

@@ -16,24 +16,19 @@ import pytest
 import yaml
 
 from postrisk.grid.artefacts import ArtefactFile, artefact, catalogue, figure_ids
-from postrisk.grid.config import load_config, merge_layers, validate_config
+from postrisk.grid.config import load_config
 from postrisk.grid.stages import is_batched, stages
 from postrisk.planning.cost import CostModel
 from postrisk.planning.planner import Planner
 from postrisk.planning.seeds import SeedPolicy
 from postrisk.planning.units import stage_units
 from postrisk.tasks.key import Condition
+from tests.planning.helpers import SMALL
+from tests.planning.helpers import small_config as _config
 
-#: A small grid over config.yaml: two datasets, the three priors (BNN in every cell, so every
-#: condition uses all 3 candidate seeds), two noise modes, both coverages, two methods, 2 valid
-#: seeds; no OOD set, no study runs, no Disentanglement Error experiment (config.yaml's grid
-#: is outside these noise modes).
-SMALL = {"datasets": ["concrete", "diamonds"], "ood_datasets": [],
-         "priors": ["gp", "hbart", "bnn"], "noise_modes": ["homoscedastic", "bump"],
-         "coverages": ["balanced", "ood"], "methods": ["blr", "gp"],
-         "seeds": {"valid_per_cell": 2, "candidates": 3},
-         "studies": {"sandbox": {"run": False}, "sn_study": {"run": False},
-                     "warmup_check": {"datasets": []}}}
+# SMALL, the small grid over config.yaml these tests build on, and ``_config`` (SMALL merged
+# over config.yaml, then layers over it): tests/planning/helpers.py, shared with test_units.py.
+
 #: Its cells, as the workflow orders them within a prior and a dataset (sorted).
 CELLS = sorted(product(SMALL["noise_modes"], SMALL["coverages"]))
 
@@ -47,11 +42,6 @@ def paper(repo):
 def small(paper):
     """SMALL's planner, built once for this file (tests only read it)."""
     return Planner(_config(paper))
-
-
-def _config(paper, *layers):
-    """SMALL merged over config.yaml, then ``layers`` over it, validated."""
-    return validate_config(merge_layers([paper, SMALL, *layers]))
 
 
 def _grid(cfg) -> list[Condition]:

@@ -14,7 +14,7 @@ from itertools import product
 
 import pytest
 
-from postrisk.grid.config import load_config, merge_layers, validate_config
+from postrisk.grid.config import load_config
 from postrisk.grid.study import studies
 from postrisk.planning.seeds import SeedPolicy, selection_digest
 from postrisk.planning.units import (
@@ -35,19 +35,14 @@ from postrisk.planning.units import (
     valid_seeds_units,
 )
 from postrisk.tasks.key import Condition, TaskKey, config_digest
+from tests.planning.helpers import small_config as _config
 
 #: Table 4's training sizes of the datasets used here (covariates/datasets.yaml).
 N_TRAIN = {"concrete": 348, "diamonds": 2000, "diamonds_ideal": 2000}
 
-#: A small grid over config.yaml: two datasets, the three priors, two noise modes, both
-#: coverages, two methods, 2 valid seeds of 3 candidates; no OOD set, no study runs, and no
-#: Disentanglement Error experiment (config.yaml's grid is outside these noise modes).
-SMALL = {"datasets": ["concrete", "diamonds"], "ood_datasets": [],
-         "priors": ["gp", "hbart", "bnn"], "noise_modes": ["homoscedastic", "bump"],
-         "coverages": ["balanced", "ood"], "methods": ["blr", "gp"],
-         "seeds": {"valid_per_cell": 2, "candidates": 3},
-         "studies": {"sandbox": {"run": False}, "sn_study": {"run": False},
-                     "warmup_check": {"datasets": []}}}
+# SMALL, the small grid over config.yaml these tests build on, and ``_config`` (SMALL merged
+# over config.yaml, then layers over it): tests/planning/helpers.py, shared with test_planner.py.
+
 #: BNN on Concrete's bump mode only: two cells where its R̂ decides, six where it does not.
 BNN_ON_CONCRETE_BUMP = {"prior_grid": {"bnn": {"datasets": ["concrete"],
                                                "noise_modes": ["bump"]}}}
@@ -58,11 +53,6 @@ AXES = ("datasets", "priors", "noise_modes", "coverages")
 @pytest.fixture(scope="module")
 def paper(repo):
     return load_config(repo / "config.yaml")
-
-
-def _config(paper, *layers):
-    """SMALL merged over config.yaml, then ``layers`` over it, validated."""
-    return validate_config(merge_layers([paper, SMALL, *layers]))
 
 
 def _inside(narrowing, condition) -> bool:

@@ -9,13 +9,16 @@ units read the section: tests/planning/test_units.py."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import jsonschema
 import pytest
 
 from postrisk.covariates.registry import registry, task_datasets
-from postrisk.grid.config import ConfigError, load_config, merge_layers, validate_config
+from postrisk.grid.config import ConfigError, merge_layers, validate_config
 from postrisk.grid.vocabulary import METHODS
 from postrisk.studies.ood_proxy.config import check_ood_pair, ood_proxy_schema
+from tests.studies.config_helpers import validated_study
 
 #: The keys a section must have (docstring of ood_proxy_schema); ``methods`` may be left out.
 REQUIRED = ("in_distribution", "ood", "priors", "noise", "coverage", "seeds_per_prior",
@@ -29,19 +32,13 @@ SECTION = {"in_distribution": "white_wine", "ood": "red_wine", "priors": ["gp", 
            "methods": ["blr", "gp"]}
 
 
-@pytest.fixture(scope="module")
-def paper(repo):
-    return load_config(repo / "config.yaml")
-
-
 def _errors(section, methods=METHODS) -> list[jsonschema.ValidationError]:
     validator = jsonschema.Draft202012Validator(ood_proxy_schema(tuple(methods)))
     return list(validator.iter_errors(section))
 
 
-def _validated(paper, change) -> dict:
-    """``change`` to ``studies.ood_proxy`` merged over config.yaml, validated."""
-    return validate_config(merge_layers([paper, {"studies": {"ood_proxy": change}}]))
+#: ``_validated(paper, change)``: ``change`` to ``studies.ood_proxy`` over config.yaml, validated.
+_validated = partial(validated_study, "ood_proxy")
 
 
 def test_a_valid_section_passes_the_schema_and_the_check(paper):

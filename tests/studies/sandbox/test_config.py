@@ -11,11 +11,12 @@ tests/studies/test_sandbox_report.py."""
 from __future__ import annotations
 
 import copy
+from functools import partial
 
 import jsonschema
 import pytest
 
-from postrisk.grid.config import ConfigError, load_config, merge_layers, validate_config
+from postrisk.grid.config import ConfigError
 from postrisk.grid.study import study, study_settings
 from postrisk.studies.sandbox.config import (
     check_sandbox,
@@ -23,6 +24,7 @@ from postrisk.studies.sandbox.config import (
     sandbox_schema,
     summary_settings,
 )
+from tests.studies.config_helpers import validated_study
 
 #: A valid section of its own (not config.yaml's numbers).
 SECTION = {"run": False, "seed": 3, "domain": [-1.0, 2.0], "grid_points": 101,
@@ -33,18 +35,12 @@ SECTION = {"run": False, "seed": 3, "domain": [-1.0, 2.0], "grid_points": 101,
 SUBSECTIONS = ("features", "noise", "training")
 
 
-@pytest.fixture(scope="module")
-def paper(repo):
-    return load_config(repo / "config.yaml")
-
-
 def _errors(section) -> list[jsonschema.ValidationError]:
     return list(jsonschema.Draft202012Validator(sandbox_schema()).iter_errors(section))
 
 
-def _validated(paper, change) -> dict:
-    """``change`` to ``studies.sandbox`` merged over config.yaml, validated."""
-    return validate_config(merge_layers([paper, {"studies": {"sandbox": change}}]))
+#: ``_validated(paper, change)``: ``change`` to ``studies.sandbox`` over config.yaml, validated.
+_validated = partial(validated_study, "sandbox")
 
 
 def _with(**changes) -> dict:

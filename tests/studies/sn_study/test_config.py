@@ -11,12 +11,13 @@ tests/studies/test_studies_workflow.py."""
 from __future__ import annotations
 
 import copy
+from functools import partial
 
 import jsonschema
 import pytest
 
 from postrisk.covariates.registry import task_datasets
-from postrisk.grid.config import ConfigError, load_config, merge_layers, validate_config
+from postrisk.grid.config import ConfigError, merge_layers, validate_config
 from postrisk.grid.study import study, study_settings
 from postrisk.grid.vocabulary import METHODS
 from postrisk.methods.table import METHOD_ENTRIES
@@ -26,6 +27,7 @@ from postrisk.studies.sn_study.config import (
     sn_study_schema,
     summary_settings,
 )
+from tests.studies.config_helpers import validated_study
 
 #: A valid section of its own (not config.yaml's numbers).
 SECTION = {"run": False, "methods": ["nn_ens", "nn_lap"], "datasets": ["concrete"],
@@ -35,18 +37,12 @@ SECTION = {"run": False, "methods": ["nn_ens", "nn_lap"], "datasets": ["concrete
            "bootstrap": 99}
 
 
-@pytest.fixture(scope="module")
-def paper(repo):
-    return load_config(repo / "config.yaml")
-
-
 def _errors(section) -> list[jsonschema.ValidationError]:
     return list(jsonschema.Draft202012Validator(sn_study_schema()).iter_errors(section))
 
 
-def _validated(paper, change) -> dict:
-    """``change`` to ``studies.sn_study`` merged over config.yaml, validated."""
-    return validate_config(merge_layers([paper, {"studies": {"sn_study": change}}]))
+#: ``_validated(paper, change)``: ``change`` to ``studies.sn_study`` over config.yaml, validated.
+_validated = partial(validated_study, "sn_study")
 
 
 # ---------------------------------------------------------------------------------- methods
