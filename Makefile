@@ -9,7 +9,7 @@ CORES ?= 2
 # The fast tier runs in this many test processes (pytest-xdist), whole test files to each.
 TEST_WORKERS ?= $(CORES)
 
-.PHONY: env demo studies paper-slice embedded-suite gpu-bundle test test-slow lint envs clean-results help
+.PHONY: env demo studies paper-slice embedded-suite gpu-bundle test test-slow test-cluster lint envs clean-results help
 
 help:
 	@echo "make demo       set up .venv and run the embedded demo end to end"
@@ -18,6 +18,7 @@ help:
 	@echo "make embedded-suite the package's small suite, from the slice's results"
 	@echo "make test       fast test tier (<= 10 min)"
 	@echo "make test-slow  slow test tier (<= 40 min)"
+	@echo "make test-cluster a real SLURM cluster: the smoke preset and the fault drills (root)"
 	@echo "make lint       ruff + snakemake --lint + import contracts + the docs' checks"
 
 .tools/bin/uv:
@@ -80,10 +81,21 @@ gpu-bundle: env
 	$(BIN)/python benchmarks/gpu_check.py bundle --cpu-times $(SLICE_TIMES)
 
 test: env
-	$(BIN)/pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
+	$(BIN)/pytest -m "not slow and not cluster" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 test-slow: env
-	$(BIN)/pytest -m slow -q --durations=15
+	$(BIN)/pytest -m "slow and not cluster" -q --durations=15
+
+# A real single-node SLURM cluster (munge, MariaDB, slurmdbd, slurmctld, slurmd; Debian's
+# packages, installed where missing: run as root), the smoke preset through the README's cluster
+# command compared with a local run, and the fault drills (tests/cluster/). Every daemon it
+# starts is stopped by its PID, whatever happens (the recorded PIDs, after a killed session).
+CLUSTER_STATE ?= $(CURDIR)/.cluster
+test-cluster: env
+	@$(BIN)/python -m tests.cluster.slurm_cluster install
+	@trap '$(BIN)/python -m tests.cluster.slurm_cluster stop $(CLUSTER_STATE)' EXIT; \
+	POSTRISK_CLUSTER_STATE=$(CLUSTER_STATE) $(BIN)/pytest -m cluster tests/cluster -q \
+		--durations=10
 
 lint: env
 	$(BIN)/ruff check src tests scripts benchmarks tools

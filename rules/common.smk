@@ -33,7 +33,7 @@ from postrisk.planning.seeds import known_selections
 from postrisk.planning.units import covariates_unit
 from postrisk.release import MANIFEST
 from postrisk.tasks import TASK_SCHEMA_VERSION
-from postrisk.workflow import rule_settings, slurm
+from postrisk.workflow import rule_settings, slurm, slurm_faults, slurm_status
 from postrisk.workflow.rule_settings import inputs_of, jobs_of, resources_of, threads_of
 
 # The files the configuration was merged from (config.yaml, then each --configfile): entries
@@ -84,6 +84,11 @@ if _slurm_stop:
 
 onstart:
     stop = slurm_stop(workflow.executor_plugin.name)
+    if stop is None and workflow.executor_plugin.name == slurm.EXECUTOR:
+        stop = slurm_status.status_query_problem(**slurm_status.settings_of(workflow))
+        # a cancelled job's state, `CANCELLED by <uid>`, read as CANCELLED (the plugin would
+        # wait for it forever)
+        slurm_status.read_states_as_slurm_names_them()
     if stop:
         raise WorkflowError(stop)
 
@@ -96,6 +101,26 @@ onstart:
 PLANNER = Planner(config, known_selections(config))
 GROUPED = {stage: PLANNER.stage_rules(stage) for stage in unit_keys()}
 SIMPLE = {stage: PLANNER.rule(stage) for stage in stages() if stage not in GROUPED}
+
+
+onerror:
+    # each job SLURM ended (time limit, memory, cancelled), with what to change (a local run's
+    # failures are Snakemake's own messages); `log`: the run's log file(s)
+    try:
+        logs = [Path(p) for p in ([log] if isinstance(log, (str, Path)) else log or [])]
+        executor = getattr(workflow.executor_plugin, "name", None)
+        if executor == slurm.EXECUTOR and any(p.exists() for p in logs):
+            report = slurm_faults.failure_report(
+                "\n".join(p.read_text(errors="replace") for p in logs if p.exists()),
+                lambda failure: slurm_faults.request_for(
+                    failure, [*(r for rs in GROUPED.values() for r in rs), *SIMPLE.values()],
+                    PLANNER.cost))
+            if report:
+                print(report, file=sys.stderr, flush=True)
+    except Exception as err:  # the advice must never hide the run's own error
+        print(f"(no advice on the failed SLURM jobs: {err!r})", file=sys.stderr, flush=True)
+
+
 # The job table lives as long as the run: keep its objects out of the garbage collector's scans
 # (on the full grid they would be rescanned at every full collection while Snakemake builds the
 # DAG).

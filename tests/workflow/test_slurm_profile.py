@@ -3,6 +3,7 @@
 sbatch as the literal ``${SLURM_ACCOUNT}``."""
 
 import os
+import re
 import stat
 
 import pytest
@@ -138,8 +139,46 @@ def test_a_slurm_run_without_an_account_stops_before_submitting(tmp_path, monkey
     env, calls = _fake_slurm(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
-    run = snakemake(work, *args, "--sdm", "env-modules", env=env, timeout=300)
+    run = snakemake(work, *args, env=env, timeout=300)
     said = run.stderr + run.stdout
     assert run.returncode == 1, said[-3000:]
     assert expected in said and said.count(" not set: ") == 1, said[-3000:]
     assert "sbatch" not in (calls.read_text() if calls.exists() else "")
+
+
+def _resolved(*args: str):
+    """The settings Snakemake resolves from the profile and ``args`` (its own parser)."""
+    from snakemake.cli import parse_args
+
+    _, settings = parse_args(["--profile", str(PROFILE), *args])
+    return settings
+
+
+@pytest.mark.parametrize("args, conda", [((), False), (("--sdm", "conda"), True)],
+                         ids=["shared environment (default)", "conda"])
+def test_the_profiles_two_software_modes_resolve_as_documented(monkeypatch, args, conda):
+    """By default the jobs run the submitting Snakemake's Python (no software deployment:
+    the checkout's .venv on the shared file system); `--sdm conda` gives each rule its
+    environment from workflow/envs/, which exist and are generated from uv.lock."""
+    from snakemake_interface_executor_plugins.settings import DeploymentMethod
+
+    from postrisk.planning.cost import env_family
+
+    monkeypatch.setenv("SLURM_ACCOUNT", "proj-42")
+    settings = _resolved(*args)
+    assert settings.executor == "slurm"
+    assert settings.software_deployment_method == ({DeploymentMethod.CONDA} if conda else set())
+    assert settings.rerun_incomplete and settings.retries == 1
+    assert set(settings.default_resources) >= {"slurm_account", "slurm_partition"}
+    assert set(settings.set_resources) == {"posterior_mcmc", "warmup_check_posterior"}
+    # the rules' environments: a named one, or their planned rule's (a JAX job's, by device)
+    named = {m for smk in (REPO / "rules").glob("*.smk")
+             for m in re.findall(r'conda:\s*\n\s*env\("([\w-]+)"\)', smk.read_text())}
+    families = named | {env_family(False), env_family(True)}
+    assert "core" in named
+    assert all((REPO / "workflow/envs" / f"{family}.yaml").exists() for family in families)
+
+
+def test_a_site_without_accounting_sets_the_plugins_squeue_status_command(monkeypatch):
+    monkeypatch.setenv("SLURM_ACCOUNT", "proj-42")
+    assert _resolved("--slurm-status-command", "squeue").slurm_status_command == "squeue"
