@@ -113,8 +113,7 @@ onerror:
             report = slurm_faults.failure_report(
                 "\n".join(p.read_text(errors="replace") for p in logs if p.exists()),
                 lambda failure: slurm_faults.request_for(
-                    failure, [*(r for rs in GROUPED.values() for r in rs), *SIMPLE.values()],
-                    PLANNER.cost))
+                    failure, [r for rs in PLANNER.rules.values() for r in rs], PLANNER.cost))
             if report:
                 print(report, file=sys.stderr, flush=True)
     except Exception as err:  # the advice must never hide the run's own error

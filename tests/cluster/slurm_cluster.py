@@ -9,6 +9,7 @@ write is never overwritten. The node's name, CPUs and memory are the machine's (
 
 Run as root (CI's machine). ``python -m tests.cluster.slurm_cluster install`` installs the
 packages where missing; ``stop <state folder>`` stops whatever a crashed session left running.
+The configuration files it wrote are removed when the cluster stops.
 """
 
 from __future__ import annotations
@@ -64,6 +65,20 @@ def node_line() -> str:
     # leave a little memory to the daemons and the submit host
     memory = int(re.search(r"RealMemory=(\d+)", line).group(1))
     return re.sub(r"RealMemory=\d+", f"RealMemory={int(memory * 0.9)}", line)
+
+
+#: The configuration files this module writes (and removes again when its cluster stops).
+CONF_FILES = ("slurm.conf", "gres.conf", "slurmdbd.conf")
+
+
+def remove_conf() -> None:
+    """The configuration files this module wrote (a file it did not write stays): a cluster
+    configuration left behind would make every later Slurm command on the machine try to reach
+    a controller that is gone, and hide a missing step on a machine that starts fresh."""
+    for name in CONF_FILES:
+        path = CONF_DIR / name
+        if path.exists() and MARK in path.read_text(errors="replace"):
+            path.unlink()
 
 
 def _free_port() -> int:
@@ -267,6 +282,7 @@ StorageLoc=slurm_acct_db
             self._stop(name)
         for name in list(self.pids):
             self._stop(name)
+        remove_conf()
 
     def stop_accounting(self) -> None:
         """A site without accounting: slurmdbd stopped, the controller restarted with
@@ -340,14 +356,15 @@ def _kill(pid: int, timeout: float, proc: subprocess.Popen | None = None) -> Non
 
 
 def stop_from_file(state: Path) -> None:
-    """Stop the daemons a cluster recorded in ``state/pids`` (a session that crashed)."""
+    """Stop the daemons a cluster recorded in ``state/pids`` (a session that crashed), and
+    remove the configuration it wrote."""
     pids = state / PIDS_FILE
-    if not pids.exists():
-        return
-    for line in reversed(pids.read_text().splitlines()):
-        _name, pid = line.split()
-        _kill(int(pid), 20)
-    pids.unlink()
+    if pids.exists():
+        for line in reversed(pids.read_text().splitlines()):
+            _name, pid = line.split()
+            _kill(int(pid), 20)
+        pids.unlink()
+    remove_conf()
 
 
 if __name__ == "__main__":
