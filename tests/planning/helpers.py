@@ -20,3 +20,11 @@ SMALL = {"datasets": ["concrete", "diamonds"], "ood_datasets": [],
 def small_config(paper, *layers) -> dict:
     """SMALL merged over config.yaml (``paper``), then ``layers`` over it, validated."""
     return validate_config(merge_layers([paper, SMALL, *layers]))
+
+
+def mcmc_merged(counts: dict[str, int]) -> dict[str, int]:
+    """Job counts per rule with the MCMC posterior rules (``posterior_mcmc`` and, where a prior
+    runs faster on CPUs while the others ask for GPUs, ``posterior_mcmc_cpu``) counted as one."""
+    out = {rule: n for rule, n in counts.items() if not rule.startswith("posterior_mcmc")}
+    mcmc = sum(n for rule, n in counts.items() if rule.startswith("posterior_mcmc"))
+    return {**out, "posterior_mcmc": mcmc} if mcmc else out

@@ -23,7 +23,7 @@ from postrisk.planning.planner import Planner
 from postrisk.planning.seeds import SeedPolicy
 from postrisk.planning.units import stage_units
 from postrisk.tasks.key import Condition
-from tests.planning.helpers import SMALL
+from tests.planning.helpers import SMALL, mcmc_merged
 from tests.planning.helpers import small_config as _config
 
 # SMALL, the small grid over config.yaml these tests build on, and ``_config`` (SMALL merged
@@ -96,7 +96,7 @@ def test_known_selections_reach_the_units_and_the_task_stores(paper, small):
                    for c in _grid(small.config)}
     assert planner.units["sample"] == small.units["sample"]
     assert planner.units["fit"] == small.units["fit"]
-    counts, before = planner.job_counts(), small.job_counts()
+    counts, before = mcmc_merged(planner.job_counts()), mcmc_merged(small.job_counts())
     assert before["posterior_exact"] - counts["posterior_exact"] == 1  # GP: seed 1
     assert before["posterior_mcmc"] - counts["posterior_mcmc"] == 1  # HBART: seed 1
     assert len(small.task_stores()) - len(planner.task_stores()) == 2
@@ -108,7 +108,7 @@ def test_known_selections_reach_the_units_and_the_task_stores(paper, small):
 
 def test_job_counts_are_one_job_per_unit_of_every_rule_that_has_jobs(small):
     # 2 datasets × 4 cells × 3 priors = 24 conditions, 3 seeds each (BNN decides every cell)
-    assert small.job_counts() == {
+    assert mcmc_merged(small.job_counts()) == {
         "covariates": 2, "prior": 2 * 3, "sample": 24 * 3,
         "posterior_exact": 8 * 3, "posterior_mcmc": 16 * 3,  # GP exact; HBART and BNN MCMC
         "valid_seeds": 8, "checks": 1, "fit": 2 * 24, "score": 24, "tables": 1,
@@ -134,8 +134,9 @@ def test_rule_is_the_one_rule_of_a_stage_that_is_not_batched(small):
         else:
             (only,) = small.rules[stage]
             assert small.rule(stage) is only and only.name == stage
-    assert [r.name for r in small.stage_rules("posterior")] == ["posterior_exact",
-                                                                "posterior_mcmc"]
+    names = [r.name for r in small.stage_rules("posterior")]
+    assert names[:2] == ["posterior_exact", "posterior_mcmc"]
+    assert all(name == "posterior_mcmc_cpu" for name in names[2:])
     with pytest.raises(KeyError):
         small.rule("no_such_stage")
 

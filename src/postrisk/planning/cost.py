@@ -141,12 +141,17 @@ class CostModel:
         return self.stage_resources("covariates", None, [dataset])
 
     def wants_accelerator(self, stage: str, name: str) -> bool:
-        """Whether a job of ``stage`` for the prior or method ``name`` asks for a GPU: its
-        registry entry declares one (posterior and a study's stage that declares
-        ``accelerator_by`` prior: the prior; fit: the method; an outside method has no entry
-        and runs on CPUs) and the configuration's ``accelerator.use`` is on."""
-        if not self.use_accelerator:
-            return False
+        """Whether a job of ``stage`` for the prior or method ``name`` asks for a GPU: the
+        configuration's ``accelerator.use`` is on, the registry declares that it can use one
+        (:meth:`declares_accelerator`) and its cost entry does not estimate it slower there
+        (:meth:`slower_on_gpu`)."""
+        return (self.use_accelerator and self.declares_accelerator(stage, name)
+                and not self.slower_on_gpu(stage, name))
+
+    def declares_accelerator(self, stage: str, name: str) -> bool:
+        """Whether the registry declares that a job of ``stage`` for ``name`` can use a GPU
+        (posterior and a study's stage that declares ``accelerator_by`` prior: the prior's
+        entry; fit: the method's; an outside method has no entry and runs on CPUs)."""
         if stage == "fit":
             from postrisk.methods.table import METHOD_ENTRIES
 
@@ -158,6 +163,20 @@ class CostModel:
 
             return PRIOR_ENTRIES[name].accelerator
         return False
+
+    def slower_on_gpu(self, stage: str, name: str) -> bool:
+        """Whether the cost entry of ``stage``/``name`` estimates one unit slower on a GPU than
+        on CPUs, compared at ``cost_model.rows`` rows (where the entries' sizes are
+        normalised; a GPU entry is typically measured at one size only, its growth assumed).
+        An entry without ``gpu`` values is never slower there: a job that can use a GPU then
+        asks for one. The planner runs such a prior or method on CPUs even with
+        ``accelerator.use`` on (BNN's MCMC: a leapfrog step of its small network is a few tiny
+        kernels, latency-bound on a GPU)."""
+        def reference_minutes(entry: Mapping) -> float:
+            return float(entry["minutes"]) + float(entry.get("minutes_per_size", 0.0))
+
+        return (reference_minutes(self.entry(stage, name, gpu=True))
+                > reference_minutes(self.entry(stage, name)))
 
 
 def _declared_cost(stage: str) -> Mapping | None:

@@ -8,11 +8,13 @@ Batching is this one parameter, not a second rule set: :func:`stage_rules` retur
 stage and each rule the job of every wildcard assignment, with the units its script receives.
 
 A job's rule is named after the stage (``posterior_exact`` / ``posterior_mcmc``: the prior's
-declared posterior kind). Jobs whose outputs differ in shape (a preset narrows a method or a
-prior to part of the grid) get one rule each, named by what the rule's outputs have in common
-(:func:`rule_name`): the values of each axis where the rule covers only part of its stage's,
-e.g. ``fit_smooth_monotone_bump_balanced``. A name never counts methods and does not change
-when a method moves between rules; their wildcard constraints keep the rules apart.
+declared posterior kind; ``posterior_mcmc_cpu`` for an MCMC prior whose cost entry runs it
+faster on CPUs while the other MCMC posteriors ask for GPUs). Jobs whose outputs differ in
+shape (a preset narrows a method or a prior to part of the grid) get one rule each, named by
+what the rule's outputs have in common (:func:`rule_name`): the values of each axis where the
+rule covers only part of its stage's, e.g. ``fit_smooth_monotone_bump_balanced``. A name never
+counts methods and does not change when a method moves between rules; their wildcard
+constraints keep the rules apart.
 """
 
 from __future__ import annotations
@@ -110,12 +112,22 @@ class StageRule:
 
 # ------------------------------------------------------------------------- batchable stages
 
-def _rule_base(stage: str, unit: Any) -> str:
+def _rule_base(stage: str, unit: Any, cost: CostModel) -> str:
+    """The name a stage's rule starts from: the stage (posterior: ``posterior_`` and the prior's
+    declared kind), with ``_cpu`` for units that could use a GPU and run on CPUs because their
+    cost entry estimates them faster there while the other jobs of the stage ask for GPUs
+    (:meth:`~postrisk.planning.cost.CostModel.slower_on_gpu`): a rule asks for one kind of
+    machine."""
+    base = stage
     if stage == "posterior":
         from postrisk.priors.base import PRIOR_ENTRIES
 
-        return f"posterior_{PRIOR_ENTRIES[unit.key.prior].posterior}"
-    return stage
+        base = f"posterior_{PRIOR_ENTRIES[unit.key.prior].posterior}"
+    name = unit.cost_name
+    if (cost.use_accelerator and cost.declares_accelerator(stage, name)
+            and cost.slower_on_gpu(stage, name)):
+        base += "_cpu"
+    return base
 
 
 def _alternatives(values) -> str:
@@ -212,7 +224,8 @@ def stage_rules(settings: RuleSettings, stage: str, units: Sequence[Any]) -> lis
     groups: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
     for unit in units:
         wc = unit.wildcards
-        groups.setdefault((_rule_base(stage, unit), tuple(wc[k] for k in keys)), []).append(unit)
+        ident = tuple(wc[k] for k in keys)
+        groups.setdefault((_rule_base(stage, unit, cost), ident), []).append(unit)
 
     wild = {k: "{" + k + "}" for k in keys}
     # Jobs of one rule share their output patterns (the keys replaced by wildcards).

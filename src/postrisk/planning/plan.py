@@ -147,6 +147,42 @@ def _fit_hours(rows: list[RulePlan]) -> float:
     return sum(r.estimate_job_hours for r in rows if r.stage == "fit")
 
 
+def method_fit_plan(planner: Planner) -> list[RulePlan]:
+    """The fit stage's jobs per method (a fit job holds one method), in the order the
+    configuration lists the methods: the same numbers as the fit rules' rows, split by method
+    instead of by rule (the share of the fit compute a method takes)."""
+    by_method: dict[str, list[Resources]] = {}
+    for rule in planner.rules.get("fit", []):
+        for job in rule.jobs.values():
+            by_method.setdefault(job.units[0].method, []).append(job.resources)
+    order = {m: i for i, m in enumerate(planner.config.get("methods", []))}
+    return [_rule_plan(method, "fit", res) for method, res in
+            sorted(by_method.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))]
+
+
+def method_fit_table(rows: list[RulePlan], paper_hours: float | None = None) -> str:
+    """The fit compute per method as a Markdown table: its jobs, the estimate (margin 1) in
+    job-hours and its share of the fit estimate, the request per job (minutes, the shortest and
+    longest) and in core-hours; the total, and beside it the paper's fit compute
+    (``paper_hours``, wall-clock hours) and the ratio."""
+    total = plan_totals(rows)
+    lines = ["| method | jobs | threads | min | job-h est. | share | core-h est. |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in sorted(rows, key=lambda r: -r.estimate_job_hours):
+        share = r.estimate_job_hours / total.estimate_job_hours if total.estimate_job_hours else 0
+        runtime = (f"{r.runtime_min}" if r.runtime_min == r.runtime_max
+                   else f"{r.runtime_min}–{r.runtime_max}")
+        lines.append(f"| {r.rule} | {r.jobs:,} | {r.threads} | {runtime} | "
+                     f"{_hours(r.estimate_job_hours)} | {share:.0%} | "
+                     f"{_hours(r.estimate_core_hours)} |")
+    lines.append(f"| total | {total.jobs:,} | | | {_hours(total.estimate_job_hours)} | 100% | "
+                 f"{_hours(total.estimate_core_hours)} |")
+    if paper_hours:
+        lines.append(f"| the paper | | | | ≈ {paper_hours:,.0f} | "
+                     f"{total.estimate_job_hours / paper_hours:.2f}× | |")
+    return "\n".join(lines)
+
+
 def _selections_line(cfg: Mapping, selections: Mapping, assumed: bool) -> str:
     """How the plan takes the GP and HBART posteriors: on the valid seeds of the cells whose
     seed selection it knows (or, ``assumed``, takes as known), on every candidate seed
@@ -198,10 +234,15 @@ def plan_report(cfg: Mapping, planner: Planner | None = None,
         selections = assumed_selections(cfg) if bnn_first else {}
     lines.append(_selections_line(cfg, selections, assumed=planner is None))
     fit = {}
+    methods: list[RulePlan] = []
     cases = scenarios(cfg)[:2 if both else 1]
     for i, (name, scenario) in enumerate(cases):
-        rows = plan(scenario, planner if scenario is cfg else None, selections)
+        scenario_planner = (planner if scenario is cfg and planner is not None
+                            else Planner(scenario, selections))
+        rows = plan(scenario, scenario_planner)
         fit[name] = _fit_hours(rows)
+        if scenario is cfg:
+            methods = method_fit_plan(scenario_planner)
         use = f"accelerator.use: {str(name == GPU_SCENARIO).lower()}"
         where = (f"what this config runs ({use})" if scenario is cfg
                  else f"the same config with {use}")
@@ -223,6 +264,11 @@ def plan_report(cfg: Mapping, planner: Planner | None = None,
         parts = " + ".join(f"{v:,.0f} {k}" for k, v in paper_fit_hours.items())
         lines += ["", f"fit (sweeps + final fits): estimate {estimates};",
                   f"  the paper reports ≈ {sum(paper_fit_hours.values()):,.0f} ({parts})"]
+    if methods:
+        lines += ["", "the fit estimate per method (what this config runs; margin 1, the "
+                  "share of the fit estimate):",
+                  method_fit_table(methods, sum(paper_fit_hours.values())
+                                   if paper_fit_hours else None)]
     missing_priors = [p for p in cfg["priors"] if p not in implemented_priors(cfg["priors"])]
     missing_methods = [m for m in cfg.get("methods", []) if m not in implemented_methods(cfg)]
     if missing_priors or missing_methods:
