@@ -5,7 +5,8 @@ entries of the cost model (``cost_model.yaml``) fitted to them.
         [--sizes concrete space_ga sarcos] [--only STAGE[/NAME] ...] [--budget-min 60]
     .venv/bin/python benchmarks/cost_model.py fit [--points benchmarks/measured/cost_model.csv]
         [--anchor benchmarks/measured/paper_slice.csv] [--slice-results runs/paper_slice/results]
-        [--speed-reference benchmarks/measured/speed_DATE.csv] [--write-config [--write-only E ..]]
+        [--speed-reference benchmarks/measured/speed_DATE.csv ...] [--write-config
+        [--write-only E ..]]
 
 ``measure`` builds, for each size, one instance per prior of the dataset's shape (its N, d, n
 and n_eval: Concrete 863 rows = n + n_eval, Space GA 2,760, SARCOS 6,271) from *generated*
@@ -420,7 +421,9 @@ def fit_main(args: argparse.Namespace) -> int:
     if not points:
         print(f"no points in {args.points}: run `measure` first")
         return 1
-    speed = speed_factors(Path(args.speed_reference), points) if args.speed_reference else {}
+    speed = {}
+    for reference in args.speed_reference:
+        speed.update(speed_factors(Path(reference), points))
     for day, (factor, units) in speed.items():
         print(f"points of {day}: × {factor:.3f} (median over {units} reference units)")
     entries = fitted_entries(points, slice_anchors(Path(args.anchor), Path(args.slice_results)),
@@ -458,9 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--write-config", action="store_true")
     f.add_argument("--write-only", nargs="*", default=[],
                    help="write only these entries (stage/name); the others keep their lines")
-    f.add_argument("--speed-reference", default=None,
-                   help="a `measure --out` of reference units timed again on a later day: "
-                        "that day's points are put on the first day's footing")
+    f.add_argument("--speed-reference", nargs="*", default=[],
+                   help="`measure --out` files of reference units timed again on later days "
+                        "(one per day): each day's points are put on the first day's footing")
     args = parser.parse_args(argv)
     return measure(args) if args.command == "measure" else fit_main(args)
 

@@ -398,3 +398,27 @@ def test_the_closed_form_gaussian_fits_exactly_as_ngboosts_normal(toy):
     assert np.array_equal(ours.score(y5), theirs.score(y5))
     assert np.array_equal(ours.d_score(y5), theirs.d_score(y5))
     assert np.array_equal(ours.mean(), params[0])
+
+
+def test_bag_fits_its_members_in_parallel_exactly_as_one_after_another(toy):
+    """n_threads = 2 fits the members on worker processes: the same members, rows and seeds, in
+    the same order, as the sequential loop of n_threads = 1, bit for bit; the members come back
+    with this process's Gaussian class (pickled by reference) and pickle as they are."""
+    import pickle
+
+    from postrisk.methods.ngboost import gaussian_distribution
+
+    x, y, x_eval = toy
+    one = NGBoostBag(random_state=7, n_threads=1, **BAG_SMALL).fit(x, y)
+    two = NGBoostBag(random_state=7, n_threads=2, **BAG_SMALL).fit(x, y)
+    assert two.member_seeds_ == one.member_seeds_
+    for rows_two, rows_one in zip(two.member_rows_, one.member_rows_, strict=True):
+        np.testing.assert_array_equal(rows_two, rows_one)
+    for a, b in zip(two.member_predictions(x_eval), one.member_predictions(x_eval), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert_same(two.predict(x_eval), one.predict(x_eval))
+    assert [m.random_state for m in two.members_] == one.member_seeds_
+    assert all(m.Dist is gaussian_distribution() for m in two.members_)
+    restored = pickle.loads(pickle.dumps(two))
+    assert all(m.Dist is gaussian_distribution() for m in restored.members_)
+    assert_same(restored.predict(x_eval), one.predict(x_eval))
