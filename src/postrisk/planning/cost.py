@@ -148,6 +148,12 @@ class CostModel:
         return (self.use_accelerator and self.declares_accelerator(stage, name)
                 and not self.slower_on_gpu(stage, name))
 
+    def declines_accelerator(self, stage: str, name: str) -> bool:
+        """Whether a job that could ask for a GPU (``accelerator.use`` on, declared) runs on
+        CPUs because its cost entry estimates it slower on a GPU (:meth:`slower_on_gpu`)."""
+        return (self.use_accelerator and self.declares_accelerator(stage, name)
+                and self.slower_on_gpu(stage, name))
+
     def declares_accelerator(self, stage: str, name: str) -> bool:
         """Whether the registry declares that a job of ``stage`` for ``name`` can use a GPU
         (posterior and a study's stage that declares ``accelerator_by`` prior: the prior's

@@ -123,11 +123,7 @@ def _rule_base(stage: str, unit: Any, cost: CostModel) -> str:
         from postrisk.priors.base import PRIOR_ENTRIES
 
         base = f"posterior_{PRIOR_ENTRIES[unit.key.prior].posterior}"
-    name = unit.cost_name
-    if (cost.use_accelerator and cost.declares_accelerator(stage, name)
-            and cost.slower_on_gpu(stage, name)):
-        base += "_cpu"
-    return base
+    return base + "_cpu" if cost.declines_accelerator(stage, unit.cost_name) else base
 
 
 def _alternatives(values) -> str:

@@ -133,14 +133,19 @@ def plan_table(rows: list[RulePlan]) -> str:
              "| core-h est. | req. |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        runtime = (f"{r.runtime_min}" if r.runtime_min == r.runtime_max
-                   else f"{r.runtime_min}–{r.runtime_max}")
+        runtime = _runtime(r)
         gpu = ("1" + (f" {UNMEASURED}" if r.unmeasured else "")) if r.gpu_jobs else "–"
         lines.append(f"| {r.rule} | {r.jobs:,} | {r.threads} | {gpu} | {runtime} | "
                      f"{r.mem_mb:,} " + hours(r))
     total = plan_totals(rows)
     lines.append(f"| total | {total.jobs:,} | | {total.gpu_jobs:,} jobs | | " + hours(total))
     return "\n".join(lines)
+
+
+def _runtime(r: RulePlan) -> str:
+    """A row's requested minutes: one value, or the shortest–longest job's."""
+    return (f"{r.runtime_min}" if r.runtime_min == r.runtime_max
+            else f"{r.runtime_min}–{r.runtime_max}")
 
 
 def _fit_hours(rows: list[RulePlan]) -> float:
@@ -170,9 +175,7 @@ def method_fit_table(rows: list[RulePlan], paper_hours: float | None = None) -> 
              "|---|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(rows, key=lambda r: -r.estimate_job_hours):
         share = r.estimate_job_hours / total.estimate_job_hours if total.estimate_job_hours else 0
-        runtime = (f"{r.runtime_min}" if r.runtime_min == r.runtime_max
-                   else f"{r.runtime_min}–{r.runtime_max}")
-        lines.append(f"| {r.rule} | {r.jobs:,} | {r.threads} | {runtime} | "
+        lines.append(f"| {r.rule} | {r.jobs:,} | {r.threads} | {_runtime(r)} | "
                      f"{_hours(r.estimate_job_hours)} | {share:.0%} | "
                      f"{_hours(r.estimate_core_hours)} |")
     lines.append(f"| total | {total.jobs:,} | | | {_hours(total.estimate_job_hours)} | 100% | "
