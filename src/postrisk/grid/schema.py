@@ -263,6 +263,12 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                     "validation_fraction": {"type": "number", "exclusiveMinimum": 0,
                                             "exclusiveMaximum": 1},
                     "batch_size": positive_int_schema(),
+                    "early_stopping": {
+                        "type": "object", "additionalProperties": False,
+                        "required": ["rule"],
+                        "properties": {
+                            "rule": {"enum": ["none", "successive_halving", "median"]},
+                            "reduction_factor": {"type": "integer", "minimum": 2}}},
                     "methods": {"anyOf": [{"type": "null"},
                                           {**names_schema(methods), "minItems": 0}]},
                     "grid": _narrowing(),

@@ -64,7 +64,7 @@ import optax
 from postrisk.core.threads import thread_limit
 from postrisk.gp.kernels import kernel_component
 from postrisk.gp.linalg import condition, negative_log_marginal_per_point, predictive_moments
-from postrisk.methods.interface import Prediction, UncertaintyMethod
+from postrisk.methods.interface import Prediction, UncertaintyMethod, ValidationMonitor
 from postrisk.methods.nn.backbone import BackboneSpec, apply_backbone, init_backbone
 from postrisk.methods.nn.train import train
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
@@ -182,6 +182,7 @@ class DeepKernelLearning(UncertaintyMethod):
 
     #: 2: the shared backbone's initial biases are random (were zero).
     implementation_version: ClassVar[int] = 2
+    iterations_parameter: ClassVar[str] = "num_iters"
     defaults: ClassVar[dict[str, Any]] = {
         "n_layers": 2,
         "hidden_dim": 64,
@@ -248,13 +249,18 @@ class DeepKernelLearning(UncertaintyMethod):
         return _features_jit(self.spec_, params["net"], x)
 
     # -- interface -----------------------------------------------------------------------
-    def fit(self, x: np.ndarray, y: np.ndarray) -> DeepKernelLearning:
+    def fit(self, x: np.ndarray, y: np.ndarray,
+            monitor: ValidationMonitor | None = None) -> DeepKernelLearning:
+        """Fit (see the class docstring). ``monitor``: after each of its checkpoints (in
+        iterations) the exact GP on the current features predicts at its inputs and reports
+        (an extra factorisation each); the training is the same with or without it."""
         x, y = as_training_data(x, y)
         h = self._checked_hyper()
         with thread_limit(self.n_threads):
-            return self._fit(x, y, h)
+            return self._fit(x, y, h, monitor)
 
-    def _fit(self, x: np.ndarray, y: np.ndarray, h: dict) -> DeepKernelLearning:
+    def _fit(self, x: np.ndarray, y: np.ndarray, h: dict,
+             monitor: ValidationMonitor | None = None) -> DeepKernelLearning:
         t_start = time.perf_counter()
         self.scaler_ = Standardizer.fit(x, y)
         xs = self.scaler_.inputs(x)
@@ -278,11 +284,20 @@ class DeepKernelLearning(UncertaintyMethod):
             logger.info("[dkl] n = %d, d = %d, d_phi = %d: %d iterations, initial loss %.4f",
                         x.shape[0], x.shape[1], h["feature_space_dim"], num_iters,
                         self.initial_loss_)
+            checkpoints, report = [], None
+            if monitor is not None:
+                checkpoints = monitor.checkpoints(num_iters)
+                x_report = jnp.asarray(self.scaler_.inputs(
+                    as_inputs(monitor.inputs, self.scaler_.n_features)), jnp.float64)
+
+                def report(step, trained, _state):
+                    monitor.report(step, self._prediction(trained, xj, ts, x_report))
             if num_iters > 0:
                 params, sn_state, history = train(
                     objective, params, sn_state, xj, tj, optimizer=self.optimizer(),
                     n_epochs=num_iters, batch_size=None,
-                    key=jax.random.PRNGKey(self.random_state), label="[dkl] iterations")
+                    key=jax.random.PRNGKey(self.random_state), label="[dkl] iterations",
+                    checkpoints=checkpoints, after_checkpoint=report)
                 self.loss_history_ = np.asarray(history["loss"], dtype=np.float64)
             else:
                 self.loss_history_ = np.empty(0)
@@ -304,6 +319,21 @@ class DeepKernelLearning(UncertaintyMethod):
                     "%.4g (standardised units)", self.fit_seconds_, self.initial_loss_,
                     self.final_loss_, self.noise_var_, self.kernel_variance_)
         return self
+
+    def _prediction(self, params: dict, xj, ts, x_report) -> Prediction:
+        """The prediction (target units) at standardised inputs ``x_report`` of the exact GP
+        on the features of ``params`` (a validation report along the fit)."""
+        hyper = gp_hyper(params["gp"])
+        try:
+            posterior = GPPosterior(np.asarray(_features_jit(self.spec_, params["net"], xj)),
+                                    ts, hyper)
+            mean, var = posterior.predict(np.asarray(_features_jit(self.spec_, params["net"],
+                                                                   x_report)))
+        except FloatingPointError:  # no factor here: a report of an infinite loss
+            mean = var = np.full(x_report.shape[0], np.nan)
+        return self.scaler_.prediction_to_target(Prediction(
+            mean=mean, aleatoric_var=np.full(mean.shape[0], float(hyper["noise"])),
+            epistemic_var=var))
 
     def features(self, x: np.ndarray) -> np.ndarray:
         """φ(x̃) at raw inputs ``x`` (after a fit), float64 (m, d_φ)."""

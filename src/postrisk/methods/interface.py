@@ -7,6 +7,15 @@ constructor keywords (scikit-learn style, stored as attributes of the same name)
 variance (EU), all in target units. The tuning search space is declared beside the method as the
 class attribute ``search_space``; every hyper-parameter and its default is declared in
 ``defaults``. The workflow fits a method only through :func:`postrisk.methods.runner.run_fit`.
+
+A method whose fit walks a number of steps set by one hyper-parameter (boosting stages,
+training iterations) may report along the way: it names that hyper-parameter in
+``iterations_parameter`` and its ``fit`` takes a keyword ``monitor`` (a
+:class:`ValidationMonitor`, scikit-learn's ``GradientBoostingRegressor.fit(monitor=...)`` is the
+precedent). At each of the monitor's checkpoints the fit predicts at the monitor's inputs and
+hands the prediction to :meth:`ValidationMonitor.report`, which may end the fit by raising
+:class:`FitStopped`. Without a monitor the fit is exactly the fit it always was; with one that
+never stops it, the fitted model is the same (tests check both per method).
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -25,7 +34,27 @@ PREDICTION_FIELDS = ("mean", "aleatoric_var", "epistemic_var")
 #: Names a hyper-parameter may not take (they are attributes of every method).
 _RESERVED = frozenset({"random_state", "n_threads", "name", "display_name", "search_space",
                        "defaults", "implementation_version", "fit", "predict", "get_params",
-                       "set_params", "hyperparameters"})
+                       "set_params", "hyperparameters", "iterations_parameter", "monitor"})
+
+
+class FitStopped(Exception):  # noqa: N818 - a stop asked for, not an error
+    """Raised out of a fit by its :class:`ValidationMonitor`: the fit ends here, on purpose
+    (a sweep stopping a hopeless trial). Never recorded as a failure."""
+
+
+class ValidationMonitor(Protocol):
+    """What a fit with ``monitor=`` sees: validation inputs (never their targets) and the steps
+    at which to report."""
+
+    #: Validation inputs (m, d) in the units of the fit's ``x``.
+    inputs: np.ndarray
+
+    def checkpoints(self, total_steps: int) -> list[int]:
+        """The steps (1 … ``total_steps`` − 1, increasing) after which the fit reports."""
+
+    def report(self, step: int, prediction: Prediction) -> None:
+        """The fit's prediction at :attr:`inputs` after ``step`` steps; raises
+        :class:`FitStopped` to end the fit."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +158,9 @@ class UncertaintyMethod(ABC):
     defaults: ClassVar[dict[str, Any]] = {}
     search_space: ClassVar[dict[str, tuple]] = {}
     implementation_version: ClassVar[int] = 1
+    #: The hyper-parameter that counts the steps a fit with ``monitor=`` reports along (None:
+    #: the fit takes no monitor).
+    iterations_parameter: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -25,7 +25,7 @@ from postrisk.core.progress import track
 from postrisk.core.threads import thread_limit
 from postrisk.methods import nig
 from postrisk.methods.ensemble import reduce_members
-from postrisk.methods.interface import Prediction, UncertaintyMethod
+from postrisk.methods.interface import Prediction, UncertaintyMethod, ValidationMonitor
 from postrisk.methods.resampling import member_resamples, member_seeds
 from postrisk.methods.scaling import Standardizer, as_inputs, as_training_data
 
@@ -314,8 +314,15 @@ class NGBoostNIG(UncertaintyMethod):
     }
     # 2: natural_gradient_metric setting; 3: default metric empirical (was regularised_fisher)
     implementation_version: ClassVar[int] = 3
+    iterations_parameter: ClassVar[str] = "n_estimators"
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> NGBoostNIG:
+    def fit(self, x: np.ndarray, y: np.ndarray,
+            monitor: ValidationMonitor | None = None) -> NGBoostNIG:
+        """Fit (see the class docstring). ``monitor``: its inputs go to NGBoost as the
+        validation set (NGBoost then updates their parameters along the boosting, which
+        changes nothing of the fit), and after each of its checkpoints (in boosting stages) the
+        prediction there is reported; NGBoost never sees validation targets (it is given
+        zeros, which only its unused validation score reads)."""
         x, y = as_training_data(x, y)
         dist = nig_distribution(self.evidential_strength, self.kl_strength,
                                 self.natural_gradient_metric)
@@ -326,9 +333,16 @@ class NGBoostNIG(UncertaintyMethod):
             col_sample=self.col_sample,
             natural_gradient=dist.natural_gradient_metric != "euclidean",
             random_state=self.random_state)
-        model.fit(x, scaler.target(y))
-        self.model_ = model
         self.standardizer_ = scaler
+        if monitor is None:
+            model.fit(x, scaler.target(y))
+        else:
+            x_val = as_inputs(monitor.inputs, x.shape[1])
+            model.fit(x, scaler.target(y), X_val=x_val, Y_val=np.zeros(x_val.shape[0]),
+                      val_loss_monitor=_stage_reporter(
+                          monitor, int(self.n_estimators),
+                          lambda dist: self._prediction(np.asarray(dist._params))))
+        self.model_ = model
         self.y_mean_, self.y_scale_ = scaler.y_mean, scaler.y_scale
         self.n_features_ = x.shape[1]
         return self
@@ -346,12 +360,32 @@ class NGBoostNIG(UncertaintyMethod):
                 "beta": self.standardizer_.var_to_target(beta)}
 
     def predict(self, x: np.ndarray) -> Prediction:
-        theta = self._theta(x)
+        return self._prediction(self._theta(x))
+
+    def _prediction(self, theta: np.ndarray) -> Prediction:
+        """The prediction (target units) of the internal parameters θ (4, m)."""
         mu, lam, _, _ = nig.nig_from_internal(theta)
         au_std, _ = nig.nig_variances_internal(theta)  # β/(α−1) = e^(θ₄−θ₃), exact as α → 1
         au = self.standardizer_.var_to_target(au_std)
         return Prediction(mean=self.standardizer_.mean_to_target(mu), aleatoric_var=au,
                           epistemic_var=au / lam)
+
+
+def _stage_reporter(monitor: ValidationMonitor, n_stages: int, prediction) -> Any:
+    """NGBoost's ``val_loss_monitor`` (called after every boosting stage with the validation
+    distribution) reporting ``prediction(distribution)`` to ``monitor`` after each of its
+    checkpoints; it returns 0 to NGBoost, which keeps no validation score of ours."""
+    marks = set(monitor.checkpoints(n_stages))
+    stage = 0
+
+    def after_stage(dist, _targets) -> float:
+        nonlocal stage
+        stage += 1
+        if stage in marks:
+            monitor.report(stage, prediction(dist))
+        return 0.0
+
+    return after_stage
 
 
 class RegularisedFisherNGBoostNIG(NGBoostNIG):
@@ -372,6 +406,44 @@ def fit_member(x: np.ndarray, t: np.ndarray, seed: int, settings: dict[str, Any]
     with thread_limit(1):
         model = make_ngb_regressor(gaussian_distribution(), random_state=int(seed), **settings)
         return model.fit(x, t)
+
+
+def boosting_params(model: Any, x: np.ndarray) -> np.ndarray:
+    """The parameters (m, n_params) a fitted NGBoost model's training loop holds at rows ``x``
+    after its last stage, computed as the loop computes them (``init − (lr·scale)·trees``,
+    stage by stage): bit for bit the loop's own values. (NGBoost's ``pred_param`` multiplies in
+    another order, which rounds differently.)"""
+    params = np.ones((x.shape[0], model.Manifold.n_params)) * model.init_params
+    for models, scale, cols in zip(model.base_models, model.scalings, model.col_idxs,
+                                   strict=True):
+        params -= model.learning_rate * scale * np.array(
+            [m.predict(x[:, cols]) for m in models]).T
+    return params
+
+
+def advance_member(model: Any, x: np.ndarray, t: np.ndarray, seed: int,
+                   settings: dict[str, Any], stop: int) -> Any:
+    """NGBoost-Bag's member boosted to stage ``stop``: fitted from scratch (``model`` None)
+    or continued from ``model`` (the member fitted to fewer stages) through NGBoost's
+    ``partial_fit``, started from the loop's own parameters (:func:`boosting_params`) and its
+    random stream, so the member at its last stage is bit for bit :func:`fit_member`'s. A member
+    whose boosting stopped before (NGBoost's gradient tolerance) is returned as it is."""
+    with thread_limit(1):
+        if model is None:
+            model = make_ngb_regressor(gaussian_distribution(), random_state=int(seed),
+                                       **{**settings, "n_estimators": int(stop)})
+            model.fit(x, t)
+        elif len(model.base_models) == model.n_estimators_done_:
+            params = boosting_params(model, x)
+            model.n_estimators = int(stop) - len(model.base_models)
+            model.pred_param = lambda *_args, **_kwargs: params.copy()
+            try:
+                model.partial_fit(x, t)
+            finally:
+                del model.pred_param
+        model.n_estimators_done_ = int(stop)
+        model.n_estimators = int(settings["n_estimators"])
+        return model
 
 
 class NGBoostBag(UncertaintyMethod):
@@ -412,7 +484,14 @@ class NGBoostBag(UncertaintyMethod):
         "standardize_y": ("categorical", [True, False]),
     }
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> NGBoostBag:
+    iterations_parameter: ClassVar[str] = "n_estimators"
+
+    def fit(self, x: np.ndarray, y: np.ndarray,
+            monitor: ValidationMonitor | None = None) -> NGBoostBag:
+        """Fit (see the class docstring). ``monitor``: the members are boosted in rounds up to
+        each of its checkpoints (:func:`advance_member`: each member at its last stage is the
+        one a single fit gives), and after each round the bag's prediction at its inputs is
+        reported."""
         x, y = as_training_data(x, y)
         n = x.shape[0]
         k = int(self.n_regressors)
@@ -427,20 +506,41 @@ class NGBoostBag(UncertaintyMethod):
                     "col_sample": self.col_sample, "natural_gradient": self.natural_gradient}
         jobs = [(x[idx], t[idx], seed) for seed, idx in zip(seeds, rows, strict=True)]
         n_workers = min(int(self.n_threads), k)
-        if n_workers <= 1:
-            fitted = (fit_member(*job, settings) for job in jobs)
-        else:
-            from joblib import Parallel, delayed
-
-            fitted = Parallel(n_jobs=n_workers, backend=MEMBER_BACKEND, return_as="generator")(
-                delayed(fit_member)(*job, settings) for job in jobs)
-        self.members_ = list(track(fitted, "ngboost_bag: members", logger, total=k))
         self.member_rows_ = rows
         self.member_seeds_ = seeds
         self.standardizer_ = scaler
         self.y_mean_, self.y_scale_ = scaler.y_mean, scaler.y_scale
         self.n_features_ = x.shape[1]
+        if monitor is None:
+            self.members_ = self._in_parallel(fit_member, [(*job, settings) for job in jobs],
+                                              n_workers, "ngboost_bag: members")
+            return self
+        x_val = as_inputs(monitor.inputs, x.shape[1])
+        members: list[Any] = [None] * k
+        total = int(self.n_estimators)
+        for stop in [*monitor.checkpoints(total), total]:
+            members = self._in_parallel(
+                advance_member, [(m, *job, settings, stop) for m, job in zip(
+                    members, jobs, strict=True)], n_workers, f"ngboost_bag: stages to {stop}")
+            self.members_ = members
+            if stop < total:
+                monitor.report(stop, self.predict(x_val))
+        for member in members:
+            del member.n_estimators_done_
         return self
+
+    @staticmethod
+    def _in_parallel(function, jobs: list[tuple], n_workers: int, label: str) -> list[Any]:
+        """``function(*job)`` for each job, on ``n_workers`` worker processes
+        (:data:`MEMBER_BACKEND`) or, with one, one after another here; in order."""
+        if n_workers <= 1:
+            done = (function(*job) for job in jobs)
+        else:
+            from joblib import Parallel, delayed
+
+            done = Parallel(n_jobs=n_workers, backend=MEMBER_BACKEND, return_as="generator")(
+                delayed(function)(*job) for job in jobs)
+        return list(track(done, label, logger, total=len(jobs)))
 
     def member_predictions(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Members' means and variances (scale²) at ``x``, each (n_regressors, m), in the units

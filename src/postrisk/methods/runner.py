@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 
 from postrisk.core.threads import thread_limit
-from postrisk.methods.interface import PREDICTION_FIELDS, Prediction, UncertaintyMethod
+from postrisk.methods.interface import (
+    PREDICTION_FIELDS,
+    FitStopped,
+    Prediction,
+    UncertaintyMethod,
+    ValidationMonitor,
+)
 from postrisk.methods.records import STATUS_FAILED, STATUS_OK, FitRecord
 from postrisk.methods.registry import get_method
 
@@ -85,8 +91,10 @@ def _rows(x_eval: Any) -> int:
 
 
 def run_fit(method_cls_or_name: type[UncertaintyMethod] | str, config: dict, x_train, y_train,
-            x_eval, *, random_state: int, n_threads: int = 1) -> FitRecord:
-    """Construct, fit and predict one method; never raises (docs/design.md, "Methods").
+            x_eval, *, random_state: int, n_threads: int = 1,
+            monitor: ValidationMonitor | None = None) -> FitRecord:
+    """Construct, fit and predict one method; never raises (docs/design.md, "Methods"), but
+    for :class:`~postrisk.methods.interface.FitStopped` (a ``monitor`` ending the fit).
 
     The method is built as ``cls(random_state=..., n_threads=..., **config)`` and handed to
     :func:`run_estimator`. A construction that raises yields status ``"failed"`` with the error
@@ -101,7 +109,7 @@ def run_fit(method_cls_or_name: type[UncertaintyMethod] | str, config: dict, x_t
     except Exception as exc:  # noqa: BLE001 - a failed fit never stops the workflow
         return _failed(label, _rows(x_eval), config,
                        f"construction raised {type(exc).__name__}: {exc}", math.nan, math.nan)
-    return run_estimator(method, x_train, y_train, x_eval)
+    return run_estimator(method, x_train, y_train, x_eval, monitor=monitor)
 
 
 def run_together(methods: list[UncertaintyMethod], x_train, y_train, x_eval) -> list[FitRecord]:
@@ -129,13 +137,17 @@ def run_together(methods: list[UncertaintyMethod], x_train, y_train, x_eval) -> 
 
 
 def run_estimator(method: UncertaintyMethod, x_train, y_train, x_eval,
-                  fitted_seconds: float | None = None) -> FitRecord:
+                  fitted_seconds: float | None = None,
+                  monitor: ValidationMonitor | None = None) -> FitRecord:
     """Fit an unfitted method instance (say, a ``sklearn.base.clone``) and predict; never raises.
     ``fitted_seconds``: the instance is fitted already (:func:`run_together`), in that time.
 
     It is fitted on (``x_train``, ``y_train``) and asked to predict at ``x_eval`` (m rows), with
     BLAS/OpenMP pools limited to its ``n_threads``. Both phases are timed
-    (``time.perf_counter``). The output is validated by :func:`check_prediction`. Any exception
+    (``time.perf_counter``). ``monitor``: handed to the fit (``fit(x, y, monitor=...)``; the
+    method must name its ``iterations_parameter``); the
+    :class:`~postrisk.methods.interface.FitStopped` it raises is passed on, not recorded.
+    The output is validated by :func:`check_prediction`. Any other exception
     (fit, predict) or invalid output yields status ``"failed"`` with the error text and
     NaN-filled arrays. The record's ``config`` is the method's hyper-parameters
     (:meth:`~postrisk.methods.interface.UncertaintyMethod.hyperparameters`, defaults included).
@@ -156,7 +168,12 @@ def run_estimator(method: UncertaintyMethod, x_train, y_train, x_eval,
         with thread_limit(n_threads):
             t0 = time.perf_counter()
             try:
-                if fitted_seconds is None:
+                if fitted_seconds is None and monitor is not None:
+                    if type(method).iterations_parameter is None:
+                        raise TypeError(f"{label} reports no steps along its fit: it takes no "
+                                        "monitor")
+                    method.fit(x_train, y_train, monitor=monitor)
+                elif fitted_seconds is None:
                     method.fit(x_train, y_train)
             finally:
                 fit_s = time.perf_counter() - t0 if fitted_seconds is None else fitted_seconds
@@ -168,6 +185,8 @@ def run_estimator(method: UncertaintyMethod, x_train, y_train, x_eval,
                 predict_s = time.perf_counter() - t0
         phase = "output check"
         pred, reason = check_prediction(raw, m)
+    except FitStopped:
+        raise
     except Exception as exc:  # noqa: BLE001 - a failed fit never stops the workflow
         return _failed(label, m, config, f"{phase} raised {type(exc).__name__}: {exc}",
                        fit_s, predict_s)

@@ -38,7 +38,7 @@ import numpy as np
 from postrisk.core.progress import progress_steps
 from postrisk.core.threads import thread_limit
 from postrisk.gp.kernels import matern_component
-from postrisk.methods.interface import Prediction, UncertaintyMethod
+from postrisk.methods.interface import Prediction, UncertaintyMethod, ValidationMonitor
 from postrisk.methods.scaling import INPUT_SCALE, Standardizer, as_inputs, as_training_data
 
 #: Jitter added to K_ZZ (standardised units; the prior variances are O(1)).
@@ -180,6 +180,7 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
     """
 
     implementation_version: ClassVar[int] = 2  # 2: default num_iters 1,000 (was 500)
+    iterations_parameter: ClassVar[str] = "num_iters"
     #: AU = E_q[e^g] = exp(m_g + v_g/2), the noise posterior included (False: the plug-in
     #: exp(m_g), :class:`PlugInNoiseVLGP`).
     noise_posterior_in_au: ClassVar[bool] = True
@@ -220,13 +221,18 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
              "q_mu": np.zeros(m), "q_raw": np.zeros((m, m))}
         return {"z": z, "f": f, "g": g}, learn_z
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> VariationalHeteroscedasticGP:
+    def fit(self, x: np.ndarray, y: np.ndarray,
+            monitor: ValidationMonitor | None = None) -> VariationalHeteroscedasticGP:
+        """Fit (see the class docstring). ``monitor``: after each of its checkpoints (in Adam
+        steps) the prediction at its inputs is reported; the loop's chunks end there too, and
+        the steps are the same with or without it."""
         # BLAS/LAPACK pools limited to n_threads (as run_fit does): small factorisations
         # with many threads are ~40x slower on a loaded 2-core machine.
         with thread_limit(self.n_threads):
-            return self._fit(x, y)
+            return self._fit(x, y, monitor)
 
-    def _fit(self, x: np.ndarray, y: np.ndarray) -> VariationalHeteroscedasticGP:
+    def _fit(self, x: np.ndarray, y: np.ndarray,
+             monitor: ValidationMonitor | None = None) -> VariationalHeteroscedasticGP:
         import jax
         import jax.numpy as jnp
         import optax
@@ -246,6 +252,8 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
         init, learn_z = self._init_params(u, rng)
         _, run, _ = _compiled(matern, learn_z)
         chunk = -(-iters // _CHUNKS) if iters else 0
+        marks = monitor.checkpoints(iters) if monitor is not None else []
+        self._matern_, self._learn_z_ = matern, learn_z
         with jax.enable_x64(True):
             params = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=jnp.float64), init)
             xj, yj = jnp.asarray(u), jnp.asarray(t)
@@ -260,7 +268,7 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
             done = 0
             with progress_steps(iters, "vlgp: steps", logger) as progress:
                 while done < iters:
-                    steps = min(chunk, iters - done)
+                    steps = min([chunk, iters - done, *(m - done for m in marks if m > done)])
                     params, opt_state, lossj = run(params, opt_state, xj, yj,
                                                    jnp.asarray(steps), lrj)
                     loss = float(lossj)
@@ -269,23 +277,29 @@ class VariationalHeteroscedasticGP(UncertaintyMethod):
                     if not math.isfinite(loss):
                         raise FloatingPointError(
                             f"vlgp: the ELBO became non-finite at step {done}")
+                    if done in marks:
+                        monitor.report(done, self._prediction(
+                            params, as_inputs(monitor.inputs, self.scaler_.n_features)))
             self.params_ = jax.tree_util.tree_map(np.asarray, params)
         self.elbo_ = -loss
-        self._matern_, self._learn_z_ = matern, learn_z
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
     def predict(self, x: np.ndarray) -> Prediction:
+        if not hasattr(self, "params_"):
+            raise RuntimeError("vlgp: call fit before predict")
+        return self._prediction(self.params_, as_inputs(x, self.scaler_.n_features))
+
+    def _prediction(self, fitted: Any, x: np.ndarray) -> Prediction:
+        """The prediction (target units) at inputs ``x`` of the parameters ``fitted``."""
         import jax
         import jax.numpy as jnp
 
-        if not hasattr(self, "params_"):
-            raise RuntimeError("vlgp: call fit before predict")
-        u = self._inputs(as_inputs(x, self.scaler_.n_features))
+        u = self._inputs(x)
         _, _, predict = _compiled(self._matern_, self._learn_z_)
         with jax.enable_x64(True):
             params = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=jnp.float64),
-                                            self.params_)
+                                            fitted)
             m_f, v_f, m_g, v_g = (np.asarray(v, dtype=np.float64)
                                   for v in predict(params, jnp.asarray(u)))
         au = np.exp(m_g + 0.5 * v_g) if self.noise_posterior_in_au else np.exp(m_g)

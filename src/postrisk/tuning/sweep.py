@@ -30,6 +30,10 @@ Resumable and reproducible:
   :func:`postrisk.methods.runner.run_fit`) is recorded as failed with its error; TPE ignores it.
   With no successful trial the winner is the method's defaults plus the fixed entries, and the
   result says so.
+* With early stopping (:mod:`postrisk.tuning.early_stopping`), a trial the rule stops along its
+  fit is recorded ``PRUNED`` with the step it stopped at (``stopped_at``); it counts as one of
+  the ``n_trials`` and is never the winner. The rule reads only trials recorded before, so a
+  resumed sweep stops the trials an uninterrupted one does.
 """
 
 from __future__ import annotations
@@ -48,25 +52,14 @@ import numpy as np
 from postrisk.core import seeding
 from postrisk.core.io import array_digest, canonical_json, digest, json_default, package_version
 from postrisk.core.progress import progress_steps
-from postrisk.methods.interface import check_hyperparameters, validate_search_space
+from postrisk.methods.interface import FitStopped, check_hyperparameters, validate_search_space
 from postrisk.methods.runner import resolve_method, run_fit
+from postrisk.tuning.early_stopping import EarlyStopping, TrialMonitor, max_steps
+from postrisk.tuning.objective import mean_gaussian_nll
 
 logger = logging.getLogger(__name__)
 
 TUNING_SCHEMA = "tuning-1"
-
-
-def mean_gaussian_nll(y, mean, var) -> float:
-    """Mean Gaussian negative log-likelihood ½ log(2πv) + (y − μ)²/(2v) over the points.
-
-    ``inf`` when any variance is not positive (a method may predict zero total variance).
-    """
-    y, mean, var = (np.asarray(a, dtype=np.float64) for a in (y, mean, var))
-    if y.shape != mean.shape or y.shape != var.shape:
-        raise ValueError(f"shapes differ: y {y.shape}, mean {mean.shape}, var {var.shape}")
-    if np.any(var <= 0):
-        return math.inf
-    return float(np.mean(0.5 * np.log(2.0 * math.pi * var) + (y - mean) ** 2 / (2.0 * var)))
 
 
 def split_indices(n: int, validation_fraction: float, *key: object) -> tuple[np.ndarray,
@@ -153,7 +146,8 @@ class TuningResult:
 
 def _study_digest(method: str, implementation_version: int, space: Mapping, fixed: Mapping,
                   split: Mapping, data: str, n_trials: int, startup_trials: int,
-                  sampler_seed: int, batch_size: int = 1) -> str:
+                  sampler_seed: int, batch_size: int = 1,
+                  early_stopping: EarlyStopping | None = None) -> str:
     fields = {"method": method, "implementation_version": implementation_version,
               "postrisk": package_version(), "space": {k: list(v) for k, v in space.items()},
               "fixed": dict(fixed), "split": dict(split), "data": data,
@@ -161,6 +155,7 @@ def _study_digest(method: str, implementation_version: int, space: Mapping, fixe
               "sampler_seed": sampler_seed}
     if batch_size != 1:  # one trial at a time keeps the names its journals have
         fields["batch_size"] = batch_size
+    fields.update(early_stopping.fields() if early_stopping is not None else {})
     return digest(fields)
 
 
@@ -186,7 +181,8 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
          n_trials: int = 30, startup_trials: int = 10, validation_fraction: float = 0.2,
          split_key: tuple = (), sampler_seed: int = 0, random_state: int = 0,
          n_threads: int = 1, max_new_trials: int | None = None,
-         space_changes: Mapping[str, tuple] | None = None, batch_size: int = 1) -> TuningResult:
+         space_changes: Mapping[str, tuple] | None = None, batch_size: int = 1,
+         early_stopping: EarlyStopping | Mapping[str, Any] | None = None) -> TuningResult:
     """Run (or resume) the sweep of ``method`` (registry name or class) on the training sample
     (``x``, ``y``).
 
@@ -197,7 +193,10 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     ``space_changes``: entries replacing or added to the method's search space
     (:func:`searched_space`). Progress is logged one step per trial, with the best validation
     NLL so far. ``batch_size`` > 1: trials are asked for ``batch_size`` at a time
-    (:func:`_run_batch`; the study name records it).
+    (:func:`_run_batch`; the study name records it). ``early_stopping``: the rule that stops
+    hopeless trials along their fits (:mod:`postrisk.tuning.early_stopping`; config
+    ``tuning.early_stopping``), for a method that reports along its fit
+    (``iterations_parameter``) and trials run one at a time; the study name records it.
     """
     import optuna
     from optuna.storages import JournalStorage
@@ -220,8 +219,16 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     batch_size = int(batch_size)
+    stopping = EarlyStopping.of(early_stopping)
+    steps = max_steps(cls, space, fixed)
+    rungs = stopping.rungs(steps) if steps is not None and batch_size == 1 else []
+    if stopping.enabled and not rungs:
+        logger.info("[tune %s] early stopping (%s) does not apply: %s", method, stopping.rule,
+                    "trials run in batches" if batch_size > 1 else
+                    "the method reports no steps along its fit")
+    stopping = stopping if rungs else EarlyStopping()
     digest = _study_digest(method, version, space, fixed, split, data, n_trials,
-                           startup_trials, sampler_seed, batch_size)
+                           startup_trials, sampler_seed, batch_size, stopping)
     study_name = f"{method}-{digest}"
     defaults = {**cls.defaults, **fixed}
     provenance = {"data_digest": data, "implementation_version": version}
@@ -237,12 +244,14 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = JournalStorage(JournalFileBackend(str(journal)))
     study = optuna.create_study(study_name=study_name, storage=storage, direction="minimize",
-                                load_if_exists=True)
+                                load_if_exists=True,
+                                pruner=stopping.pruner(steps or 0, startup_trials))
 
     def finished():
-        """Scored trials and real failures (which carry an ``error``), in order."""
+        """Scored trials, stopped ones and real failures (which carry an ``error``), in
+        order."""
         return [t for t in study.get_trials(deepcopy=False)
-                if t.state == TrialState.COMPLETE
+                if t.state in (TrialState.COMPLETE, TrialState.PRUNED)
                 or (t.state == TrialState.FAIL and "error" in t.user_attrs)]
 
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
@@ -287,10 +296,20 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
                 study.tell(trial, seen[key].value)
                 status = f"repeat of trial {seen[key].number}: NLL {seen[key].value:.4f}"
             else:
-                record = run_fit(cls, {**fixed, **params}, x_fit, y_fit, x_val,
-                                 random_state=random_state, n_threads=n_threads)
-                value, error = _validation_nll(record, y_val)
-                if value is not None:
+                monitor = TrialMonitor(trial, x_val, y_val, rungs) if rungs else None
+                try:
+                    record = run_fit(cls, {**fixed, **params}, x_fit, y_fit, x_val,
+                                     random_state=random_state, n_threads=n_threads,
+                                     monitor=monitor)
+                except FitStopped:
+                    record = None
+                value, error = (None, "") if record is None else _validation_nll(record, y_val)
+                if record is None:
+                    step, loss = monitor.reports[-1]
+                    trial.set_user_attr("stopped_at", step)
+                    study.tell(trial, state=TrialState.PRUNED)
+                    status = f"stopped after step {step}: NLL {loss:.4f}"
+                elif value is not None:
                     study.tell(trial, value)
                     status = f"NLL {value:.4f}"
                 else:

@@ -153,7 +153,8 @@ def condition_config(method: str, settings: dict, sample: str | Path, tuning: di
                 startup_trials=int(tuning["startup_trials"]),
                 validation_fraction=float(tuning["validation_fraction"]),
                 split_key=tuple(condition), sampler_seed=0, random_state=0, n_threads=n_threads,
-                batch_size=int(tuning.get("batch_size", 1)))
+                batch_size=int(tuning.get("batch_size", 1)),
+                early_stopping=tuning.get("early_stopping"))
 
 
 def fit_conditions(units: Sequence[FitUnit], n_threads: int = 1) -> None:

@@ -76,7 +76,7 @@ import logging
 import math
 import numbers
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -320,8 +320,15 @@ def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
           optimizer: Optimizer | optax.GradientTransformation, n_epochs: int,
           batch_size: int | None, key: jax.Array | None, n_members: int | None = None,
           member_rows: Any = None, label: str = "train: epochs",
-          moments_every: int | None = None, member_keys: Any = None) -> tuple[Any, Any, dict]:
-    """Train one model or ``n_members`` vmapped members (see the module docstring)."""
+          moments_every: int | None = None, member_keys: Any = None,
+          checkpoints: Sequence[int] = (),
+          after_checkpoint: Callable[[int, Any, Any], None] | None = None,
+          ) -> tuple[Any, Any, dict]:
+    """Train one model or ``n_members`` vmapped members (see the module docstring).
+
+    ``checkpoints``: epochs after which ``after_checkpoint(epoch, params, state)`` is called
+    (a validation report; it may raise to end the training). The loop's chunks end there too;
+    the steps, and so the trained parameters, are the same with or without them."""
     members = n_members is not None
     member_epochs = np.ndim(n_epochs) > 0
     if member_epochs:
@@ -386,9 +393,12 @@ def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
     history = []
     t0 = time.perf_counter()
     start = 0
+    marks = sorted({int(c) for c in checkpoints if 0 < int(c) < n_epochs})
+    if marks and (after_checkpoint is None or members):
+        raise ValueError("checkpoints need after_checkpoint, and one model (not members)")
     with progress_steps(n_epochs, label, logger) as progress:
         while start < n_epochs:
-            stop = min(start + chunk, n_epochs)
+            stop = min([start + chunk, n_epochs, *(m for m in marks if m > start)])
             stops = (jnp.asarray(np.clip(epochs, start, stop), dtype=jnp.int32)
                      if member_epochs else jnp.int32(stop))
             carry, losses = _run_epochs(carry, jnp.zeros(buffer_shape, dtype=float), x, y, keys,
@@ -403,6 +413,8 @@ def train(loss_fn: LossFn, params: Any, state: Any, x: Any, y: Any, *,
             last = losses[..., -1]
             progress.advance(stop - start, message=f"loss {float(np.nanmean(last)):.4g}"
                              if np.isfinite(last).any() else "")
+            if stop in marks:
+                after_checkpoint(stop, carry[0][0], carry[0][1])
             start = stop
     (params, state, _), moments = carry
     jax.block_until_ready(params)
