@@ -3,7 +3,8 @@
 At each size ``n×d`` of ``--sizes`` (default Concrete's training size 350×8 and SARCOS's
 4,800×21) the same bag — NGBoost-Bag's defaults (10 members, 500 iterations, depth 3, learning
 rate 0.01, 80% of the rows each), seed ``--seed`` — is fitted with ``n_threads`` =
-``--threads`` (2: the members on worker processes, :data:`postrisk.methods.ngboost.MEMBER_BACKEND`)
+``--threads`` (2: the members on worker processes,
+:data:`postrisk.methods.ngboost_bag.MEMBER_BACKEND`)
 and with ``n_threads`` = 1 (the sequential loop), in that order, in this process. Printed per
 size: the seconds of each, their ratio (sequential / parallel: the speed-up) and whether the
 predictions at 500 evaluation points (mean, AU, EU) are bit-identical; an exit status of 1 if
@@ -33,8 +34,8 @@ import time
 
 import numpy as np
 
-from postrisk.methods import ngboost
-from postrisk.methods.ngboost import NGBoostBag
+from postrisk.methods import ngboost_bag
+from postrisk.methods.ngboost_bag import NGBoostBag
 
 #: Evaluation points per size.
 N_EVAL = 500
@@ -71,11 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="n_threads of the parallel fit")
     parser.add_argument("--n-regressors", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", choices=["loky", "threading"], default=ngboost.MEMBER_BACKEND,
+    parser.add_argument("--backend", choices=["loky", "threading"],
+                        default=ngboost_bag.MEMBER_BACKEND,
                         help=f"joblib backend of the parallel fit (default "
-                             f"{ngboost.MEMBER_BACKEND})")
+                             f"{ngboost_bag.MEMBER_BACKEND})")
     args = parser.parse_args(argv)
-    ngboost.MEMBER_BACKEND = args.backend
+    ngboost_bag.MEMBER_BACKEND = args.backend
 
     x, y, _ = make_data(100, 5, args.seed)
     t0 = time.perf_counter()

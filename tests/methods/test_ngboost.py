@@ -8,12 +8,12 @@ from ngboost.distns import Normal
 
 from postrisk.methods import nig
 from postrisk.methods.ngboost import (
-    NGBoostBag,
     NGBoostNIG,
     RegularisedFisherNGBoostNIG,
     make_ngb_regressor,
     nig_distribution,
 )
+from postrisk.methods.ngboost_bag import NGBoostBag
 from postrisk.methods.resampling import member_resamples, member_seeds
 
 N = 150

@@ -63,7 +63,7 @@ METHOD_TABLE: tuple[MethodEntry, ...] = (
     _method("dkl", "DKL", "gp_based", "dkl:DeepKernelLearning"),
     _method("sngp_het", "SNGP-Het", "neural", "nn.sngp_het:HeteroscedasticSNGP"),
     _method("ngboost_nig", "NGBoost-NIG", "trees", "ngboost:NGBoostNIG"),
-    _method("ngboost_bag", "NGBoost-Bag", "trees", "ngboost:NGBoostBag"),
+    _method("ngboost_bag", "NGBoost-Bag", "trees", "ngboost_bag:NGBoostBag"),
     _method("catboost_ps", "CatBoost-PS", "trees", "catboost:CatBoostPS"),
     _method("catboost_kgb", "CatBoost-KGB", "trees", "catboost:CatBoostKGB"),
     _method("nn_bag", "NN-Bag", "neural", "nn.ensembles:NeuralBag"),
