@@ -354,18 +354,53 @@ def _family(stage: str, name: str) -> str | None:
     return next((f for f in FAMILIES.get(stage, ()) if name.startswith(f)), None)
 
 
+def early_stopping_ratios(path: Path, rule: str) -> dict[str, tuple[float, int]]:
+    """Per method, the steps its sweeps ran with early stopping by ``rule`` over the steps of
+    the same sweeps run in full (``benchmarks/early_stopping.py --csv``: the conditions re-tuned
+    both ways), and the number of conditions."""
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    out = {}
+    for method in sorted({r["method"] for r in rows}):
+        steps = {(r["condition"], r["rule"]): int(r["steps"]) for r in rows
+                 if r["method"] == method}
+        both = [c for c, k in steps if k == rule and (c, "none") in steps]
+        if both:
+            out[method] = (sum(steps[c, rule] for c in both)
+                           / sum(steps[c, "none"] for c in both), len(both))
+    return out
+
+
+def sweep_seconds(point: dict) -> float:
+    """The seconds of a fit point's sweep: 30 × its mean trial (from its ``detail``)."""
+    trials = json.loads(point["detail"] or "{}").get("trials") or []
+    return UNIT_TRIALS * sum(trials) / len(trials) if trials else 0.0
+
+
 def fitted_entries(points: list[dict], anchors: dict,
-                   speed: dict[str, tuple[float, int]] | None = None) -> list[dict]:
+                   speed: dict[str, tuple[float, int]] | None = None,
+                   sweep_ratio: dict[str, tuple[float, int]] | None = None,
+                   rule: str = "") -> list[dict]:
     """Each entry's points (a day's times times its :func:`speed_factors` factor; scaled to
-    the slice where it or its family was measured there) and its fitted curve."""
+    the slice where it or its family was measured there; a fit unit's sweep times its
+    method's ``sweep_ratio``, :func:`early_stopping_ratios`, after the scaling: the slice ran
+    full sweeps) and its fitted curve."""
     speed = speed or {}
+    sweep_ratio = sweep_ratio or {}
     by_entry: dict[tuple[str, str], list[dict]] = {}
     for p in points:
+        factor = 1.0
         if p["date"] in speed:
             factor, units = speed[p["date"]]
             p = {**p, "seconds": str(float(p["seconds"]) * factor),
                  "how": f"{p['how']}; × {factor:.2f} for that day's machine speed (the median "
                         f"of {units} reference units timed again that day)"}
+        if p["stage"] == "fit" and p["name"] in sweep_ratio:
+            ratio, conditions = sweep_ratio[p["name"]]
+            p = {**p, "sweep_cut": (1.0 - ratio) * sweep_seconds(p) * factor,
+                 "how": f"{p['how']}; its sweep × {ratio:.2f}, the steps a sweep with early "
+                        f"stopping ({rule}) ran over a full sweep's on {conditions} Concrete "
+                        f"conditions (benchmarks/measured/early_stopping.csv)"}
         by_entry.setdefault((p["stage"], p["name"]), []).append(p)
     ratios: dict[tuple[str, str], list[tuple[str, float]]] = {}
     for (stage, name), group in by_entry.items():
@@ -396,7 +431,9 @@ def fitted_entries(points: list[dict], anchors: dict,
             curve = {"minutes": sum(seconds) / len(seconds) / 60.0, "minutes_per_size": 0.0,
                      "power": 1.0, "worst_rel_error": 0.0}
         else:
-            curve = fit_curve(rows, [s * scale for s in seconds]) if len(rows) >= 3 else None
+            cut = [float(p.get("sweep_cut", 0.0)) for p in group]
+            curve = (fit_curve(rows, [(s - c) * scale for s, c in zip(seconds, cut, strict=True)])
+                     if len(rows) >= 3 else None)
         entries.append({"stage": stage, "name": name, "rows": rows, "seconds": seconds,
                         "scale": scale, "anchored": anchored, "curve": curve,
                         "how": group[-1]["how"], "machine": group[0]["machine"],
@@ -426,8 +463,13 @@ def fit_main(args: argparse.Namespace) -> int:
         speed.update(speed_factors(Path(reference), points))
     for day, (factor, units) in speed.items():
         print(f"points of {day}: × {factor:.3f} (median over {units} reference units)")
+    ratios = {}
+    if args.early_stopping:
+        ratios = early_stopping_ratios(Path(args.early_stopping), args.rule)
+        for method, (ratio, conditions) in ratios.items():
+            print(f"{method}: sweeps × {ratio:.3f} ({args.rule}, {conditions} conditions)")
     entries = fitted_entries(points, slice_anchors(Path(args.anchor), Path(args.slice_results)),
-                             speed)
+                             speed, ratios, args.rule)
     print_entries(entries)
     if args.write_config:
         from cost_config import write_entries
@@ -464,6 +506,11 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--speed-reference", nargs="*", default=[],
                    help="`measure --out` files of reference units timed again on later days "
                         "(one per day): each day's points are put on the first day's footing")
+    f.add_argument("--early-stopping", default="",
+                   help="benchmarks/early_stopping.py --csv file: the fit units' sweeps of the "
+                        "methods it re-tuned both ways are cut to the steps ratio it measured")
+    f.add_argument("--rule", default="successive_halving",
+                   help="the early-stopping rule of --early-stopping's rows to take")
     args = parser.parse_args(argv)
     return measure(args) if args.command == "measure" else fit_main(args)
 

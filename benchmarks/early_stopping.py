@@ -43,6 +43,21 @@ def _store(results: Path, condition: tuple[str, str, str]) -> Path:
     return results / "tasks" / dataset / prior / noise / "balanced" / "0.zarr"
 
 
+def label(rule: str, rungs: int = 2, eta: int = 3) -> str:
+    """A rule's name in the rows: the rule, with its rungs and η where not 2 and 3."""
+    return rule + (f"-rungs{rungs}" if rungs != 2 else "") + (f"-eta{eta}" if eta != 3 else "")
+
+
+def settings(name: str) -> dict:
+    """The ``early_stopping`` settings of a :func:`label`."""
+    rule, *rest = name.split("-")
+    out: dict = {"rule": rule}
+    for part in rest:
+        key = "rungs" if part.startswith("rungs") else "reduction_factor"
+        out[key] = int(part.removeprefix("rungs").removeprefix("eta"))
+    return out
+
+
 def run_sweep(method: str, condition: tuple[str, str, str], rule: str, trials: int,
               threads: int, results: Path, out: Path) -> dict:
     """One sweep; its selected validation NLL, configuration, stopped trials and seconds."""
@@ -55,9 +70,10 @@ def run_sweep(method: str, condition: tuple[str, str, str], rule: str, trials: i
     t0 = time.perf_counter()
     result = tune(method, task.x_train, task.y_train, journal=journal, n_trials=trials,
                   startup_trials=min(10, trials), split_key=condition, sampler_seed=0,
-                  random_state=0, n_threads=threads, early_stopping={"rule": rule})
+                  random_state=0, n_threads=threads, early_stopping=settings(rule))
     seconds = time.perf_counter() - t0
     stopped = [t for t in result.trials if t["state"] == "PRUNED"]
+    steps = sweep_steps(journal, method)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from datetime import date
 
@@ -66,9 +82,35 @@ def run_sweep(method: str, condition: tuple[str, str, str], rule: str, trials: i
     return {"machine": machine(), "date": date.today().isoformat(), "method": method,
             "condition": "/".join(condition), "rule": rule,
             "trials": trials, "best_value": result.best_value, "config": result.searched,
-            "stopped": len(stopped), "stopped_at": [t["stopped_at"] for t in stopped],
+            "stopped": len(stopped), "steps": steps,
+            "stopped_at": [t["stopped_at"] for t in stopped],
             "seconds": seconds, "trial_seconds": sum(t["seconds"] or 0.0
                                                      for t in result.trials)}
+
+
+def sweep_steps(journal: Path, method: str) -> int:
+    """The steps (the method's ``iterations_parameter``) a sweep's trials ran, from its
+    journal: a finished trial its configuration's count, a stopped one the step it stopped
+    after, a repeat of an earlier configuration none."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from optuna.trial import TrialState
+
+    from postrisk.methods.registry import get_method
+
+    cls = get_method(method)
+    name = cls.iterations_parameter
+    storage = JournalStorage(JournalFileBackend(str(journal)))
+    (study,) = storage.get_all_studies()
+    total = 0
+    for t in storage.get_all_trials(study._study_id):
+        if "repeat_of" in t.user_attrs:
+            continue
+        if t.state == TrialState.PRUNED:
+            total += int(t.user_attrs["stopped_at"])
+        elif t.state == TrialState.COMPLETE:
+            total += int(t.params.get(name, cls.defaults[name]))
+    return total
 
 
 def table(rows: list[dict], rule: str) -> str:
@@ -78,8 +120,9 @@ def table(rows: list[dict], rule: str) -> str:
         conditions = sorted({c for c, _ in mine})
         lines += [f"{method} ({rule} against none)",
                   "| condition | NLL full | NLL early | early − full | stopped | s full | "
-                  "s early | ratio |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-        diffs, full_s, early_s = [], 0.0, 0.0
+                  "s early | ratio | steps full | steps early | ratio |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        diffs, full_s, early_s, full_n, early_n = [], 0.0, 0.0, 0, 0
         for c in conditions:
             full, early = mine.get((c, "none")), mine.get((c, rule))
             if full is None or early is None:
@@ -88,17 +131,21 @@ def table(rows: list[dict], rule: str) -> str:
             diffs.append(d)
             full_s += full["seconds"]
             early_s += early["seconds"]
+            full_n += full["steps"]
+            early_n += early["steps"]
             lines.append(f"| {c} | {full['best_value']:.4f} | {early['best_value']:.4f} | "
                          f"{d:+.4f} | {early['stopped']}/{early['trials']} | "
                          f"{full['seconds']:.0f} | {early['seconds']:.0f} | "
-                         f"{early['seconds'] / full['seconds']:.2f} |")
+                         f"{early['seconds'] / full['seconds']:.2f} | {full['steps']:,} | "
+                         f"{early['steps']:,} | {early['steps'] / full['steps']:.2f} |")
         if diffs:
             mean = float(np.mean(diffs))
             half = (float(stats.t.ppf(0.975, len(diffs) - 1) * np.std(diffs, ddof=1)
                           / np.sqrt(len(diffs))) if len(diffs) > 1 else float("nan"))
             lines.append(f"mean early − full {mean:+.4f} (95% t-interval {mean - half:+.4f} … "
                          f"{mean + half:+.4f}, {len(diffs)} conditions); seconds "
-                         f"{early_s:.0f} / {full_s:.0f} = {early_s / full_s:.3f}")
+                         f"{early_s:.0f} / {full_s:.0f} = {early_s / full_s:.3f}; steps "
+                         f"{early_n:,} / {full_n:,} = {early_n / full_n:.3f}")
         lines.append("")
     return "\n".join(lines)
 
@@ -109,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=Path("results"))
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks/early_stopping"))
     parser.add_argument("--rule", default="successive_halving")
+    parser.add_argument("--rungs", type=int, default=2)
+    parser.add_argument("--reduction-factor", type=int, default=3)
     parser.add_argument("--trials", type=int, default=30)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--table", action="store_true")
@@ -116,9 +165,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="also write the rows here (benchmarks/measured/early_stopping.csv:"
                              " the ratios benchmarks/cost_model.py fit --early-stopping reads)")
     args = parser.parse_args(argv)
+    args.rule = label(args.rule, args.rungs, args.reduction_factor)
     path = args.out / "early_stopping.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    for r in rows:  # rows written before the steps were counted
+        if "steps" not in r:
+            condition = r["condition"].replace("/", "_")
+            r["steps"] = sweep_steps(args.out / "journals" /
+                                     f"{r['method']}__{condition}__{r['rule']}.jsonl", r["method"])
     if not args.table:
         done = {(r["method"], r["condition"], r["rule"], r["trials"]) for r in rows}
         for method in args.methods:
@@ -149,13 +204,13 @@ def write_csv(rows: list[dict], path: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from job_times import machine
 
-    fields = ["method", "condition", "rule", "trials", "best_value", "stopped", "seconds",
-              "machine", "date"]
+    fields = ["method", "condition", "rule", "trials", "best_value", "stopped", "steps",
+              "seconds", "machine", "date"]
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
         for r in rows:
-            writer.writerow({**{k: r[k] for k in fields[:7]},
+            writer.writerow({**{k: r[k] for k in fields[:8]},
                              "machine": r.get("machine", machine()),
                              "date": r.get("date", date.today().isoformat())})
 

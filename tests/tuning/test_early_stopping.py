@@ -52,14 +52,17 @@ def toy_data(n=200):
 
 def test_rungs_follow_the_longest_configuration():
     halving = EarlyStopping("successive_halving", 3)
-    assert halving.rungs(90) == [10, 30]
-    assert halving.rungs(800) == [89, 267]
-    assert EarlyStopping().rungs(800) == [] and not EarlyStopping().enabled
-    assert EarlyStopping("median").rungs(500) == [56, 168]
+    assert halving.checkpoints(90) == [10, 30]
+    assert halving.checkpoints(800) == [89, 267]
+    assert EarlyStopping("successive_halving", 3, rungs=3).checkpoints(800) == [30, 90, 270]
+    assert EarlyStopping().checkpoints(800) == [] and not EarlyStopping().enabled
+    assert EarlyStopping("median").checkpoints(500) == [56, 168]
     with pytest.raises(ValueError, match="rule"):
         EarlyStopping("asha")
     with pytest.raises(ValueError, match="reduction_factor"):
         EarlyStopping("successive_halving", 1)
+    with pytest.raises(ValueError, match="rungs"):
+        EarlyStopping("successive_halving", 3, rungs=0)
     space = {"n_estimators": ("int", 200, 800)}
 
     class Booster:

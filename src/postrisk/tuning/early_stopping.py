@@ -8,8 +8,9 @@ targets under N(mean, AU + EU)). A rule then decides from the trials run so far 
 goes on:
 
 * ``successive_halving`` (Optuna's ``SuccessiveHalvingPruner``; Jamieson & Talwalkar 2016, Li
-  et al. 2020): rungs at r, r·η, r·η², … steps with r = round(S / η²), S the most steps any
-  configuration of the sweep takes and η = ``reduction_factor``; a trial goes on past a rung
+  et al. 2020): ``rungs`` rungs at r, r·η, r·η², … steps with r = round(S / η^rungs), S the
+  most steps any configuration of the sweep takes and η = ``reduction_factor``; a trial goes on
+  past a rung
   only when its validation loss there is among the best 1/η of all trials that reached it.
 * ``median`` (Optuna's ``MedianPruner``): the same rungs; a trial stops when its loss at a rung
   is worse than the median of earlier trials' at that rung, once ``startup_trials`` trials
@@ -40,11 +41,13 @@ RULES = ("none", "successive_halving", "median")
 
 @dataclass(frozen=True)
 class EarlyStopping:
-    """How a sweep stops trials early (see the module docstring): ``rule`` and, for
-    successive halving, ``reduction_factor`` η (also the spacing of the rungs)."""
+    """How a sweep stops trials early (see the module docstring): ``rule``, the number of
+    ``rungs`` and their spacing ``reduction_factor`` η (for successive halving also the share
+    of trials, 1/η, that goes on past a rung)."""
 
     rule: str = "none"
     reduction_factor: int = 3
+    rungs: int = 2
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -52,6 +55,8 @@ class EarlyStopping:
         if int(self.reduction_factor) < 2 or int(self.reduction_factor) != self.reduction_factor:
             raise ValueError(f"reduction_factor must be an integer >= 2, got "
                              f"{self.reduction_factor!r}")
+        if int(self.rungs) < 1 or int(self.rungs) != self.rungs:
+            raise ValueError(f"rungs must be an integer >= 1, got {self.rungs!r}")
 
     @classmethod
     def of(cls, settings: EarlyStopping | Mapping[str, Any] | None) -> EarlyStopping:
@@ -64,13 +69,14 @@ class EarlyStopping:
     def enabled(self) -> bool:
         return self.rule != "none"
 
-    def rungs(self, max_steps: int) -> list[int]:
+    def checkpoints(self, max_steps: int) -> list[int]:
         """The checkpoints of a sweep whose longest configuration takes ``max_steps`` steps:
-        r·η^k below ``max_steps``, r = max(1, round(max_steps / η²)); none when disabled."""
+        r·η^k below ``max_steps``, r = max(1, round(max_steps / η^rungs)); none when
+        disabled."""
         if not self.enabled or max_steps < 2:
             return []
         eta = int(self.reduction_factor)
-        step = max(1, int(round(max_steps / eta ** 2)))
+        step = max(1, int(round(max_steps / eta ** int(self.rungs))))
         out = []
         while step < max_steps:
             out.append(step)
@@ -81,7 +87,7 @@ class EarlyStopping:
         """The Optuna pruner of the rule (None when disabled)."""
         import optuna
 
-        rungs = self.rungs(max_steps)
+        rungs = self.checkpoints(max_steps)
         if not rungs:
             return None
         if self.rule == "successive_halving":
@@ -96,8 +102,10 @@ class EarlyStopping:
         sweeps without early stopping stay as they were)."""
         if not self.enabled:
             return {}
-        return {"early_stopping": {"rule": self.rule,
-                                   "reduction_factor": int(self.reduction_factor)}}
+        fields = {"rule": self.rule, "reduction_factor": int(self.reduction_factor)}
+        if int(self.rungs) != 2:
+            fields["rungs"] = int(self.rungs)
+        return {"early_stopping": fields}
 
 
 def max_steps(method_cls, space: Mapping[str, tuple], fixed: Mapping[str, Any]) -> int | None:

@@ -221,7 +221,7 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     batch_size = int(batch_size)
     stopping = EarlyStopping.of(early_stopping)
     steps = max_steps(cls, space, fixed)
-    rungs = stopping.rungs(steps) if steps is not None and batch_size == 1 else []
+    rungs = stopping.checkpoints(steps) if steps is not None and batch_size == 1 else []
     if stopping.enabled and not rungs:
         logger.info("[tune %s] early stopping (%s) does not apply: %s", method, stopping.rule,
                     "trials run in batches" if batch_size > 1 else
