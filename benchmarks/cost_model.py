@@ -355,14 +355,17 @@ def _family(stage: str, name: str) -> str | None:
 
 
 def early_stopping_ratios(path: Path, rule: str) -> dict[str, tuple[float, int]]:
-    """Per method, the steps its sweeps ran with early stopping by ``rule`` over the steps of
-    the same sweeps run in full (``benchmarks/early_stopping.py --csv``: the conditions re-tuned
-    both ways), and the number of conditions."""
+    """Per method, the seconds its sweeps took with early stopping by ``rule`` over the seconds
+    of the same sweeps run in full (``benchmarks/early_stopping.py --csv``: the conditions
+    re-tuned both ways, at Concrete's size), and the number of conditions. Seconds, not the
+    steps the trials ran: a method's cost per step differs between configurations (NGBoost-Bag's
+    members, DKL's widths), and a trial's fixed costs (compilation, worker processes) are not
+    cut; at larger sizes, where the steps dominate, the ratio is if anything smaller."""
     with path.open() as f:
         rows = list(csv.DictReader(f))
     out = {}
     for method in sorted({r["method"] for r in rows}):
-        steps = {(r["condition"], r["rule"]): int(r["steps"]) for r in rows
+        steps = {(r["condition"], r["rule"]): float(r["seconds"]) for r in rows
                  if r["method"] == method}
         both = [c for c, k in steps if k == rule and (c, "none") in steps]
         if both:
@@ -398,8 +401,8 @@ def fitted_entries(points: list[dict], anchors: dict,
         if p["stage"] == "fit" and p["name"] in sweep_ratio:
             ratio, conditions = sweep_ratio[p["name"]]
             p = {**p, "sweep_cut": (1.0 - ratio) * sweep_seconds(p) * factor,
-                 "how": f"{p['how']}; its sweep × {ratio:.2f}, the steps a sweep with early "
-                        f"stopping ({rule}) ran over a full sweep's on {conditions} Concrete "
+                 "how": f"{p['how']}; its sweep × {ratio:.2f}, the seconds of sweeps with "
+                        f"early stopping ({rule}) over full sweeps' on {conditions} Concrete "
                         f"conditions (benchmarks/measured/early_stopping.csv)"}
         by_entry.setdefault((p["stage"], p["name"]), []).append(p)
     ratios: dict[tuple[str, str], list[tuple[str, float]]] = {}
@@ -463,13 +466,21 @@ def fit_main(args: argparse.Namespace) -> int:
         speed.update(speed_factors(Path(reference), points))
     for day, (factor, units) in speed.items():
         print(f"points of {day}: × {factor:.3f} (median over {units} reference units)")
-    ratios = {}
+    ratios, rule = {}, ""
     if args.early_stopping:
-        ratios = early_stopping_ratios(Path(args.early_stopping), args.rule)
-        for method, (ratio, conditions) in ratios.items():
-            print(f"{method}: sweeps × {ratio:.3f} ({args.rule}, {conditions} conditions)")
+        from early_stopping import label
+        from postrisk.tuning.early_stopping import EarlyStopping
+
+        settings = _config("concrete")["tuning"].get("early_stopping")
+        chosen = EarlyStopping.of(settings)
+        rule = label(chosen.rule, int(chosen.rungs), int(chosen.reduction_factor))
+        measured = early_stopping_ratios(Path(args.early_stopping), rule)
+        ratios = {m: r for m, r in measured.items() if EarlyStopping.of(settings, m).enabled}
+        for method, (ratio, conditions) in measured.items():
+            print(f"{method}: sweeps × {ratio:.3f} ({rule}, {conditions} conditions)"
+                  + ("" if method in ratios else "; config.yaml's early stopping leaves it out"))
     entries = fitted_entries(points, slice_anchors(Path(args.anchor), Path(args.slice_results)),
-                             speed, ratios, args.rule)
+                             speed, ratios, rule)
     print_entries(entries)
     if args.write_config:
         from cost_config import write_entries
@@ -508,9 +519,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(one per day): each day's points are put on the first day's footing")
     f.add_argument("--early-stopping", default="",
                    help="benchmarks/early_stopping.py --csv file: the fit units' sweeps of the "
-                        "methods it re-tuned both ways are cut to the steps ratio it measured")
-    f.add_argument("--rule", default="successive_halving",
-                   help="the early-stopping rule of --early-stopping's rows to take")
+                        "methods config.yaml's tuning.early_stopping applies to are cut to the "
+                        "ratio of seconds it measured for the rule")
     args = parser.parse_args(argv)
     return measure(args) if args.command == "measure" else fit_main(args)
 

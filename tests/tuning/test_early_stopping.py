@@ -61,6 +61,10 @@ def test_rungs_follow_the_longest_configuration():
         EarlyStopping("asha")
     with pytest.raises(ValueError, match="reduction_factor"):
         EarlyStopping("successive_halving", 1)
+    chosen = {"rule": "median", "methods": ["dkl"]}
+    assert EarlyStopping.of(chosen, "dkl") == EarlyStopping("median")
+    assert EarlyStopping.of(chosen, "ngboost_bag") == EarlyStopping()
+    assert EarlyStopping.of({"rule": "median", "methods": None}, "vlgp").enabled
     with pytest.raises(ValueError, match="rungs"):
         EarlyStopping("successive_halving", 3, rungs=0)
     space = {"n_estimators": ("int", 200, 800)}

@@ -269,7 +269,10 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                         "properties": {
                             "rule": {"enum": ["none", "successive_halving", "median"]},
                             "reduction_factor": {"type": "integer", "minimum": 2},
-                            "rungs": {"type": "integer", "minimum": 1}}},
+                            "rungs": {"type": "integer", "minimum": 1},
+                            "methods": {"anyOf": [{"type": "null"},
+                                                  {**names_schema(methods),
+                                                   "minItems": 0}]}}},
                     "methods": {"anyOf": [{"type": "null"},
                                           {**names_schema(methods), "minItems": 0}]},
                     "grid": _narrowing(),

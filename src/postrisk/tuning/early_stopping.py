@@ -59,11 +59,18 @@ class EarlyStopping:
             raise ValueError(f"rungs must be an integer >= 1, got {self.rungs!r}")
 
     @classmethod
-    def of(cls, settings: EarlyStopping | Mapping[str, Any] | None) -> EarlyStopping:
-        """From config ``tuning.early_stopping`` (a mapping; None or absent: ``none``)."""
+    def of(cls, settings: EarlyStopping | Mapping[str, Any] | None,
+           method: str | None = None) -> EarlyStopping:
+        """From config ``tuning.early_stopping`` (a mapping; None or absent: ``none``) for the
+        sweeps of ``method``: ``none`` where its ``methods`` (None: every method) leaves the
+        method out."""
         if isinstance(settings, EarlyStopping):
             return settings
-        return cls(**dict(settings or {}))
+        settings = dict(settings or {})
+        methods = settings.pop("methods", None)
+        if method is not None and methods is not None and method not in methods:
+            return cls()
+        return cls(**settings)
 
     @property
     def enabled(self) -> bool:

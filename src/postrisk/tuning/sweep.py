@@ -196,7 +196,8 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     (:func:`_run_batch`; the study name records it). ``early_stopping``: the rule that stops
     hopeless trials along their fits (:mod:`postrisk.tuning.early_stopping`; config
     ``tuning.early_stopping``), for a method that reports along its fit
-    (``iterations_parameter``) and trials run one at a time; the study name records it.
+    (``iterations_parameter``) and trials run one at a time, where its ``methods`` (None:
+    all) name the method; the study name records it.
     """
     import optuna
     from optuna.storages import JournalStorage
@@ -219,7 +220,7 @@ def tune(method: str | type, x, y, *, journal: str | Path, fixed: Mapping[str, A
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     batch_size = int(batch_size)
-    stopping = EarlyStopping.of(early_stopping)
+    stopping = EarlyStopping.of(early_stopping, method)
     steps = max_steps(cls, space, fixed)
     rungs = stopping.checkpoints(steps) if steps is not None and batch_size == 1 else []
     if stopping.enabled and not rungs:
