@@ -2,13 +2,15 @@
 methods ``methods`` does not list set aside.
 
 ``methods`` lists the methods a configuration fits, the paper's by name and outside methods by
-location (``module:Class``, :mod:`postrisk.methods.outside`). Six sections name methods too:
-``tuning.methods``, ``tuning.early_stopping.methods``, ``disentanglement.methods``,
-``method_settings``, ``method_grid`` and ``method_search_spaces``. A file merged over a preset
-that narrows ``methods`` (lists replace, mappings merge) leaves the preset's entries for the
-methods it dropped in those sections; they are ignored, with one warning that lists them
-(:func:`resolve_outside_methods`). A name that is neither a paper method nor an outside method
-of the configuration or of a file it was merged from is a typo and stays an error.
+location (``module:Class``, :mod:`postrisk.methods.outside`). Five sections name methods too:
+``tuning.methods``, ``disentanglement.methods``, ``method_settings``, ``method_grid`` and
+``method_search_spaces`` (``tuning.early_stopping.methods`` too, but a name there that
+``methods`` does not list is left as it is: it stops no trial of a method that is not fitted).
+A file merged over a preset that narrows ``methods`` (lists replace, mappings merge) leaves the
+preset's entries for the methods it dropped in those sections; they are ignored, with one
+warning that lists them (:func:`resolve_outside_methods`). A name that is neither a paper
+method nor an outside method of the configuration or of a file it was merged from is a typo and
+stays an error.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from postrisk.grid.vocabulary import METHODS
 logger = logging.getLogger(__name__)
 
 #: The sections that name methods: list sections, then mappings keyed by method name.
-LIST_SECTIONS = ("tuning.methods", "tuning.early_stopping.methods", "disentanglement.methods")
+LIST_SECTIONS = ("tuning.methods", "disentanglement.methods")
 KEY_SECTIONS = ("method_settings", "method_grid", "method_search_spaces")
 
 
