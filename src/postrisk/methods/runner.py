@@ -169,7 +169,7 @@ def run_estimator(method: UncertaintyMethod, x_train, y_train, x_eval,
             t0 = time.perf_counter()
             try:
                 if fitted_seconds is None and monitor is not None:
-                    if type(method).iterations_parameter is None:
+                    if getattr(type(method), "iterations_parameter", None) is None:
                         raise TypeError(f"{label} reports no steps along its fit: it takes no "
                                         "monitor")
                     method.fit(x_train, y_train, monitor=monitor)
