@@ -25,12 +25,16 @@ import json
 import os
 import sys
 import time
+from datetime import date
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from job_times import machine  # noqa: E402
 
 #: (dataset, prior, noise), coverage balanced, seed 0: Concrete under each prior.
 CONDITIONS: tuple[tuple[str, str, str], ...] = (
@@ -74,11 +78,6 @@ def run_sweep(method: str, condition: tuple[str, str, str], rule: str, trials: i
     seconds = time.perf_counter() - t0
     stopped = [t for t in result.trials if t["state"] == "PRUNED"]
     steps = sweep_steps(journal, method)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from datetime import date
-
-    from job_times import machine
-
     return {"machine": machine(), "date": date.today().isoformat(), "method": method,
             "condition": "/".join(condition), "rule": rule,
             "trials": trials, "best_value": result.best_value, "config": result.searched,
@@ -199,10 +198,6 @@ def write_csv(rows: list[dict], path: Path) -> None:
     """One line per sweep: method, condition, rule, trials, selected validation NLL, trials
     stopped, seconds, machine and date."""
     import csv
-    from datetime import date
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from job_times import machine
 
     fields = ["method", "condition", "rule", "trials", "best_value", "stopped", "steps",
               "seconds", "machine", "date"]
