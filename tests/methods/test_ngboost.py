@@ -68,15 +68,19 @@ def test_declared_interface():
     assert NGBoostNIG().hyperparameters() == {
         "n_estimators": 400, "learning_rate": 0.05, "max_depth": 4, "minibatch_frac": 1.0,
         "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1,
-        "natural_gradient_metric": "empirical"}
-    # the metric is the ablation variable, fixed per run: declared, never searched
-    assert set(NGBoostNIG.search_space) == set(NGBoostNIG.defaults) - {"natural_gradient_metric"}
-    assert NGBoostNIG.implementation_version == 3  # 3: the default metric became empirical
+        "natural_gradient_metric": "empirical", "tree_learner": "presorted"}
+    # the metric is the ablation variable, fixed per run, and how the trees are grown an
+    # implementation choice: declared, never searched
+    assert set(NGBoostNIG.search_space) == set(NGBoostNIG.defaults) - {
+        "natural_gradient_metric", "tree_learner"}
+    assert NGBoostNIG.implementation_version == 4  # 4: trees from presorted columns
     assert NGBoostBag().hyperparameters() == {
         "n_estimators": 500, "learning_rate": 0.01, "max_depth": 3, "minibatch_frac": 1.0,
         "col_sample": 1.0, "natural_gradient": True, "n_regressors": 10,
-        "sample_fraction": 0.8, "replace": False, "standardize_y": True}
-    assert set(NGBoostBag.search_space) == set(NGBoostBag.defaults)
+        "sample_fraction": 0.8, "replace": False, "standardize_y": True,
+        "tree_learner": "presorted"}
+    assert set(NGBoostBag.search_space) == set(NGBoostBag.defaults) - {"tree_learner"}
+    assert NGBoostBag.implementation_version == 2  # 2: trees from presorted columns
 
 
 # -- NGBoost-NIG ---------------------------------------------------------------------------------

@@ -33,6 +33,10 @@ BOOSTER_SEARCH_SPACE: dict[str, tuple] = {
     "col_sample": ("float", 0.5, 1.0),
 }
 
+#: How NGBoost's trees are grown (:func:`make_ngb_regressor`): the same exact-split trees from
+#: columns sorted once per fit, or by scikit-learn.
+TREE_LEARNERS = ("presorted", "sklearn")
+
 #: Floor of Var(y) in the NIG's initial β (a constant target would give ln 0).
 MIN_INITIAL_VAR = 1e-12
 #: The values of NGBoost-NIG's ``natural_gradient_metric`` (see :class:`NGBoostNIG`).
@@ -43,11 +47,15 @@ DEFAULT_NIG_METRIC = "empirical"
 
 def make_ngb_regressor(dist: type, *, n_estimators: int, learning_rate: float, max_depth: int,
                        minibatch_frac: float, col_sample: float, natural_gradient: bool,
-                       random_state: int) -> Any:
-    """An unfitted ``ngboost.NGBRegressor`` with log score and regression trees
-    (``DecisionTreeRegressor(criterion="friedman_mse", max_depth=max_depth)``, seeded by
+                       random_state: int, tree_learner: str = "presorted") -> Any:
+    """An unfitted NGBoost regressor with log score and regression trees (scikit-learn's
+    ``DecisionTreeRegressor(criterion="friedman_mse", max_depth=max_depth)``, seeded by
     NGBoost's own stream from ``random_state``), silent. The one place both methods build
-    their boosters."""
+    their boosters.
+
+    ``tree_learner``: ``"presorted"`` grows the same trees from columns sorted once per fit
+    (:class:`~postrisk.methods.presorted_ngboost.PresortedNGBRegressor`; ties between
+    features broken from another random stream), ``"sklearn"`` with scikit-learn's own."""
     from ngboost import NGBRegressor
     from ngboost.scores import LogScore
     from sklearn.tree import DecisionTreeRegressor
@@ -58,9 +66,18 @@ def make_ngb_regressor(dist: type, *, n_estimators: int, learning_rate: float, m
     if not (0 < float(minibatch_frac) <= 1 and 0 < float(col_sample) <= 1):
         raise ValueError(f"minibatch_frac and col_sample must lie in (0, 1], got "
                          f"{minibatch_frac!r}, {col_sample!r}")
-    return NGBRegressor(
-        Dist=dist, Score=LogScore,
-        Base=DecisionTreeRegressor(criterion="friedman_mse", max_depth=int(max_depth)),
+    if tree_learner not in TREE_LEARNERS:
+        raise ValueError(f"tree_learner must be one of {TREE_LEARNERS}, got {tree_learner!r}")
+    if tree_learner == "presorted":
+        from postrisk.methods.exact_tree import ExactTreeRegressor
+        from postrisk.methods.presorted_ngboost import PresortedNGBRegressor
+
+        regressor, base = PresortedNGBRegressor, ExactTreeRegressor(max_depth=int(max_depth))
+    else:
+        regressor = NGBRegressor
+        base = DecisionTreeRegressor(criterion="friedman_mse", max_depth=int(max_depth))
+    return regressor(
+        Dist=dist, Score=LogScore, Base=base,
         natural_gradient=bool(natural_gradient), n_estimators=int(n_estimators),
         learning_rate=float(learning_rate), minibatch_frac=float(minibatch_frac),
         col_sample=float(col_sample), verbose=False, random_state=int(random_state))
@@ -292,15 +309,16 @@ class NGBoostNIG(UncertaintyMethod):
     defaults: ClassVar[dict[str, Any]] = {
         "n_estimators": 400, "learning_rate": 0.05, "max_depth": 4, "minibatch_frac": 1.0,
         "col_sample": 1.0, "evidential_strength": 0.1, "kl_strength": 0.1,
-        "natural_gradient_metric": DEFAULT_NIG_METRIC}
+        "natural_gradient_metric": DEFAULT_NIG_METRIC, "tree_learner": "presorted"}
     search_space: ClassVar[dict[str, tuple]] = {
         **BOOSTER_SEARCH_SPACE,
         "learning_rate": ("float", 0.01, 0.2, "log"),
         "evidential_strength": ("float", 1e-4, 1.0, "log"),
         "kl_strength": ("float", 1e-4, 1.0, "log"),
     }
-    # 2: natural_gradient_metric setting; 3: default metric empirical (was regularised_fisher)
-    implementation_version: ClassVar[int] = 3
+    # 2: natural_gradient_metric setting; 3: default metric empirical (was regularised_fisher);
+    # 4: trees grown from presorted columns (tree_learner)
+    implementation_version: ClassVar[int] = 4
     iterations_parameter: ClassVar[str] = "n_estimators"
 
     def fit(self, x: np.ndarray, y: np.ndarray,
@@ -319,7 +337,7 @@ class NGBoostNIG(UncertaintyMethod):
             max_depth=self.max_depth, minibatch_frac=self.minibatch_frac,
             col_sample=self.col_sample,
             natural_gradient=dist.natural_gradient_metric != "euclidean",
-            random_state=self.random_state)
+            random_state=self.random_state, tree_learner=self.tree_learner)
         self.standardizer_ = scaler
         if monitor is None:
             model.fit(x, scaler.target(y))

@@ -110,7 +110,8 @@ class NGBoostBag(UncertaintyMethod):
     defaults: ClassVar[dict[str, Any]] = {
         "n_estimators": 500, "learning_rate": 0.01, "max_depth": 3, "minibatch_frac": 1.0,
         "col_sample": 1.0, "natural_gradient": True, "n_regressors": 10,
-        "sample_fraction": 0.8, "replace": False, "standardize_y": True}
+        "sample_fraction": 0.8, "replace": False, "standardize_y": True,
+        "tree_learner": "presorted"}
     search_space: ClassVar[dict[str, tuple]] = {
         **BOOSTER_SEARCH_SPACE,
         "learning_rate": ("float", 0.005, 0.1, "log"),
@@ -122,6 +123,8 @@ class NGBoostBag(UncertaintyMethod):
     }
 
     iterations_parameter: ClassVar[str] = "n_estimators"
+    # 2: trees grown from presorted columns (tree_learner)
+    implementation_version: ClassVar[int] = 2
 
     def fit(self, x: np.ndarray, y: np.ndarray,
             monitor: ValidationMonitor | None = None) -> NGBoostBag:
@@ -140,7 +143,8 @@ class NGBoostBag(UncertaintyMethod):
                                 self.random_state)
         settings = {"n_estimators": self.n_estimators, "learning_rate": self.learning_rate,
                     "max_depth": self.max_depth, "minibatch_frac": self.minibatch_frac,
-                    "col_sample": self.col_sample, "natural_gradient": self.natural_gradient}
+                    "col_sample": self.col_sample, "natural_gradient": self.natural_gradient,
+                    "tree_learner": self.tree_learner}
         jobs = [(x[idx], t[idx], seed) for seed, idx in zip(seeds, rows, strict=True)]
         n_workers = min(int(self.n_threads), k)
         self.member_rows_ = rows
