@@ -56,6 +56,11 @@ _NGBOOST = (
     ("trees: fit", "sklearn/tree/_classes.py", "fit"),
     ("trees: predict (boosting)", "sklearn/tree/_classes.py", "predict"),
     ("line search", "ngboost/ngboost.py", "line_search"),
+    # tree_learner "presorted" (the default): the same stages in its own functions, and the
+    # stage's rows and columns drawn with their sorted orders
+    ("trees: fit", "postrisk/methods/presorted_ngboost.py", "fit_base"),
+    ("trees: predict (boosting)", "postrisk/methods/exact_tree.py", "predict"),
+    ("rows and columns (sorted)", "postrisk/methods/presorted_ngboost.py", "sample"),
 )
 STAGES: dict[str, tuple[tuple[str, ...], ...]] = {
     "ngboost_bag": _NGBOOST,
@@ -73,7 +78,8 @@ STAGES: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 #: The libraries a method's fit imports on first use: imported (and timed) before the profile,
 #: so that the stages are the fit's own work.
-IMPORTS = {"ngboost_bag": ("ngboost", "sklearn.tree"), "ngboost_nig": ("ngboost", "sklearn.tree"),
+_NGBOOST_IMPORTS = ("ngboost", "sklearn.tree", "postrisk.methods.presorted_ngboost")
+IMPORTS = {"ngboost_bag": _NGBOOST_IMPORTS, "ngboost_nig": _NGBOOST_IMPORTS,
            "catboost_kgb": ("catboost",), "dkl": ("jax", "optax"), "vlgp": ("jax", "optax")}
 #: Threads a method is profiled with where not its entry's: NGBoost-Bag's members run on worker
 #: processes with more than one, which neither ``cProfile`` nor the CPU count of this process

@@ -16,9 +16,13 @@ row and column samples and deeper trees (more ties between features).
 Resumable: rows are appended to ``<out>/tree_learner.jsonl`` and not recomputed. Conditions are
 the demo's task stores (seed 0, balanced coverage), so run ``make demo`` first.
 
+``--tie-reference`` fits the presorted trees with a second random order of the features (each
+tree's seed offset) instead: what the ties alone move, against both.
+
 Usage: ``python benchmarks/tree_learner.py [--results results] [--out results/benchmarks/
 tree_learner] [--methods ngboost_bag ngboost_nig] [--configurations defaults stress]
-[--random-states 0 1 2] [--jobs 2] [--table]``.
+[--random-states 0 1 2] [--tie-reference] [--jobs 2] [--table]``; the rows kept:
+``--out benchmarks/measured --table``.
 """
 
 from __future__ import annotations
@@ -42,6 +46,10 @@ CONFIGURATIONS: dict[str, dict] = {
     "stress": {"max_depth": 5, "minibatch_frac": 0.7, "col_sample": 0.6},
 }
 TREE_LEARNERS = ("sklearn", "presorted")
+#: The reference for what ties alone do: the presorted trees with a second random order of the
+#: features (each tree's seed offset by this), fitted under ``--tie-reference``.
+SECOND_TIE_ORDER = "presorted, second tie order"
+TIE_SEED_OFFSET = 7919
 METRICS = ("validation_nll", *(f"spearman_eu_{t}" for t in TARGETS), "spearman_au")
 
 
@@ -54,8 +62,15 @@ def run_item(method: str, configuration: str, condition: tuple[str, str, str],
     from postrisk.tuning.objective import mean_gaussian_nll
     from postrisk.tuning.sweep import split_indices
 
+    if tree_learner == SECOND_TIE_ORDER:
+        from postrisk.methods import exact_tree
+
+        first_order = exact_tree.feature_order
+        exact_tree.feature_order = lambda seed, d: first_order(
+            None if seed is None else (int(seed) + TIE_SEED_OFFSET) % (2**31 - 1), d)
     task = Task.load(_store(Path(results), condition))
-    config = {**CONFIGURATIONS[configuration], "tree_learner": tree_learner}
+    config = {**CONFIGURATIONS[configuration],
+              "tree_learner": "presorted" if tree_learner == SECOND_TIE_ORDER else tree_learner}
     fit_idx, val_idx = split_indices(len(task.y_train), 0.2, *condition)
     row = {"method": method, "configuration": configuration, "condition": "/".join(condition),
            "tree_learner": tree_learner, "random_state": random_state,
@@ -79,35 +94,43 @@ def run_item(method: str, configuration: str, condition: tuple[str, str, str],
 
 
 def table(rows: list[dict]) -> str:
-    """Paired differences presorted − sklearn per method and configuration."""
-    lines = ["| method | configuration | metric | sklearn (mean over pairs) | presorted − "
-             "sklearn: mean (95% t-interval) | 0 inside |",
-             "|---|---|---|---:|---|---|"]
+    """Paired differences per method and configuration: presorted − sklearn (and, where the
+    tie reference ran, the second tie order − sklearn and − presorted), each (condition, fit
+    seed) a pair, the mean over a condition's seeds first, the 95% t-interval over the
+    conditions."""
+    comparisons = [("presorted", "sklearn"), (SECOND_TIE_ORDER, "sklearn"),
+                   (SECOND_TIE_ORDER, "presorted")]
+    lines = ["| method | configuration | metric | comparison | mean over conditions (95% "
+             "t-interval) | conditions × seeds | 0 inside |", "|---|---|---|---|---|---|---|"]
     seconds = []
     for method in dict.fromkeys(r["method"] for r in rows):
         for configuration in CONFIGURATIONS:
-            by = {((r["condition"], r.get("random_state", 0)), r["tree_learner"]): r
+            by = {(r["condition"], r.get("random_state", 0), r["tree_learner"]): r
                   for r in rows
                   if r["method"] == method and r["configuration"] == configuration}
-            conditions = [c for c in dict.fromkeys(k[0] for k in by)
-                          if all((c, t) in by for t in TREE_LEARNERS)]
-            if not conditions:
-                continue
-            for metric in METRICS:
-                base = [by[(c, "sklearn")].get(metric) for c in conditions]
-                new = [by[(c, "presorted")].get(metric) for c in conditions]
-                pairs = [(a, b) for a, b in zip(base, new, strict=True)
-                         if a is not None and b is not None]
+            for new, old in comparisons:
+                pairs = [(c, s) for c, s, t in by if t == new and (c, s, old) in by]
                 if len(pairs) < 2:
                     continue
-                mean, lo, hi = _interval([b - a for a, b in pairs])
-                lines.append(f"| {method} | {configuration} | {metric} | "
-                             f"{np.mean([a for a, _ in pairs]):.4f} | {mean:+.4f} "
-                             f"({lo:+.4f} … {hi:+.4f}) | {'yes' if lo <= 0 <= hi else 'NO'} |")
-            s_old = sum(by[(c, "sklearn")]["seconds"] for c in conditions)
-            s_new = sum(by[(c, "presorted")]["seconds"] for c in conditions)
-            seconds.append(f"{method} {configuration}: {len(conditions)} pairs, sklearn "
-                           f"{s_old:.0f} s, presorted {s_new:.0f} s, ratio {s_new / s_old:.3f}")
+                for metric in METRICS:
+                    per: dict[str, list[float]] = {}
+                    for c, s in pairs:
+                        a, b = by[(c, s, old)].get(metric), by[(c, s, new)].get(metric)
+                        if a is not None and b is not None:
+                            per.setdefault(c, []).append(b - a)
+                    if len(per) < 2:
+                        continue
+                    mean, lo, hi = _interval([float(np.mean(v)) for v in per.values()])
+                    lines.append(f"| {method} | {configuration} | {metric} | {new} − {old} | "
+                                 f"{mean:+.4f} ({lo:+.4f} … {hi:+.4f}) | {len(per)} × "
+                                 f"{max(map(len, per.values()))} | "
+                                 f"{'yes' if lo <= 0 <= hi else 'NO'} |")
+                if (new, old) == ("presorted", "sklearn"):
+                    s_old = sum(by[(c, s, old)]["seconds"] for c, s in pairs)
+                    s_new = sum(by[(c, s, new)]["seconds"] for c, s in pairs)
+                    seconds.append(f"{method} {configuration}: {len(pairs)} pairs, sklearn "
+                                   f"{s_old:.0f} s, presorted {s_new:.0f} s, ratio "
+                                   f"{s_new / s_old:.3f}")
     return "\n".join([*lines, "", *seconds])
 
 
@@ -119,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configurations", nargs="+", default=list(CONFIGURATIONS))
     parser.add_argument("--random-states", nargs="+", type=int, default=[0],
                         help="fit seeds: each (condition, seed) is one pair")
+    parser.add_argument("--tie-reference", action="store_true",
+                        help=f"fit '{SECOND_TIE_ORDER}' instead of the two tree learners")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--table", action="store_true", help="only print the table")
     args = parser.parse_args(argv)
@@ -129,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     have = {(r["method"], r["configuration"], r["condition"], r["tree_learner"],
              r.get("random_state", 0)) for r in done}
     todo = [(m, k, c, t, s) for m in args.methods for k in args.configurations
-            for c in CONDITIONS for s in args.random_states for t in TREE_LEARNERS
+            for c in CONDITIONS for s in args.random_states
+            for t in ((SECOND_TIE_ORDER,) if args.tie_reference else TREE_LEARNERS)
             if (m, k, "/".join(c), t, s) not in have]
     if not args.table and todo:
         missing = [c for c in CONDITIONS if not _store(args.results, c).exists()]
