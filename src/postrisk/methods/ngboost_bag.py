@@ -91,7 +91,8 @@ class NGBoostBag(UncertaintyMethod):
     N(μ_k(x), σ_k²(x)) (log score, natural gradient if ``natural_gradient``), fitted on its own
     resample of ⌊sample_fraction·n⌋ rows drawn with or without replacement (``replace``) and
     with its own seed (:func:`member_resamples`, :func:`member_seeds`), on the target
-    standardised if ``standardize_y``. Prediction (:func:`reduce_members`, then in target
+    standardised if ``standardize_y``, its trees grown as ``tree_learner`` says
+    (:func:`make_ngb_regressor`). Prediction (:func:`reduce_members`, then in target
     units):
 
         mean = (1/K) Σ_k μ_k,   AU = (1/K) Σ_k σ_k²,   EU = (1/K) Σ_k (μ_k − mean)².
