@@ -146,6 +146,26 @@ def test_bulk_ess_against_arviz_and_ar1_theory():
     assert np.all(rhat < 1.05)  # mixing chains pass the paper's threshold
 
 
+def test_rhat_and_ess_are_arvizs_numpy_values_whatever_else_is_installed():
+    """With Numba installed (the methods need it) ArviZ would switch to compiled helpers that
+    round differently; a task store's R̂ and ESS stay those of ArviZ's NumPy code, bit for
+    bit, and ArviZ's own switch is left as it was found."""
+    import arviz as az
+
+    rng = np.random.default_rng(5)
+    x = _ar1_chains(rng, 4, 300, np.array([0.2, 0.7, 0.95])).astype(np.float32)
+    found = az.Numba.numba_flag
+    rhat, ess = diagnostics.rhat_and_ess(x.reshape(-1, 3), 4)
+    assert az.Numba.numba_flag == found
+    az.Numba.disable_numba()
+    try:
+        for p in range(3):
+            assert rhat[p] == float(az.rhat(x[:, :, p], method="rank"))
+            assert ess[p] == float(az.ess(x[:, :, p], method="bulk"))
+    finally:
+        az.Numba.numba_flag = found
+
+
 def test_rhat_flags_chains_that_disagree_or_drift():
     rng = np.random.default_rng(4)
     x = rng.normal(size=(4, 500, 2))

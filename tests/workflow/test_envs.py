@@ -34,3 +34,20 @@ def test_light_install_constraints_pin_the_lock_without_extras(repo):
     for name in ("numpy", "zarr", "pooch", "typer", "filelock"):
         assert pins[name] == lock[name]
     assert not {"jax", "snakemake", "catboost", "optuna"} & set(pins)
+
+
+def test_the_jax_family_holds_every_requirement_of_the_samplers_and_methods(repo):
+    """Cluster jobs of priors, posteriors and fits run in the ``jax`` environment: every
+    package the ``samplers`` and ``methods`` extras name is in it (a method's new dependency
+    that only the developer's virtual environment has would fail on the cluster)."""
+    import re
+    import tomllib
+
+    from postrisk.workflow.envs import _canonical, _closure, lock_packages
+
+    extras = tomllib.loads((repo / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    wanted = {_canonical(re.split(r"[\[<>=!~; ]", spec, maxsplit=1)[0])
+              for extra in ("samplers", "methods") for spec in extras[extra]}
+    closure = set(_closure(lock_packages(repo / "uv.lock"), FAMILIES["jax"]))
+    assert wanted - closure == set()

@@ -14,6 +14,11 @@ import numpy as np
 
 N_RANK_BINS = 20
 N_MCSE_BATCHES = 20
+#: R̂ and ESS come from ArviZ's NumPy code even where Numba is installed (the methods install
+#: it for NGBoost's trees): ArviZ switches to Numba-compiled helpers whenever it can import
+#: Numba, which rounds differently in the last bit (a task store's R̂ and ESS would then depend
+#: on what else is installed) and compiles them anew in every posterior job.
+ARVIZ_WITHOUT_NUMBA = True
 
 
 def rank_of_truth(draws: np.ndarray, f_true: np.ndarray) -> np.ndarray:
@@ -91,7 +96,8 @@ def rhat_and_ess(draws: np.ndarray, chains: int) -> tuple[np.ndarray, np.ndarray
 
     ArviZ works on the draws in their own dtype (:func:`chain_draws`): R̂ and ESS of a task
     store's float32 ``posterior_draws`` reshaped by chain equal these bit for bit, whereas
-    R̂ of float64 draws differs from R̂ of the same draws rounded to float32.
+    R̂ of float64 draws differs from R̂ of the same draws rounded to float32. ArviZ runs its
+    NumPy path here even where Numba is installed (:data:`ARVIZ_WITHOUT_NUMBA`).
     """
     import warnings
 
@@ -106,9 +112,14 @@ def rhat_and_ess(draws: np.ndarray, chains: int) -> tuple[np.ndarray, np.ndarray
 
         ds = xr.Dataset({"f": (("chain", "draw", "point"), by_chain)})
         constant = np.ptp(by_chain.reshape(-1, by_chain.shape[2]), axis=0) == 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rhat = np.asarray(az.rhat(ds, method="rank")["f"].values, dtype=float)
-            ess = np.asarray(az.ess(ds, method="bulk")["f"].values, dtype=float)
+        numba_flag = az.Numba.numba_flag
+        az.Numba.numba_flag = numba_flag and not ARVIZ_WITHOUT_NUMBA
+        try:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rhat = np.asarray(az.rhat(ds, method="rank")["f"].values, dtype=float)
+                ess = np.asarray(az.ess(ds, method="bulk")["f"].values, dtype=float)
+        finally:
+            az.Numba.numba_flag = numba_flag
     total = float(by_chain.shape[0] * by_chain.shape[1])
     return np.where(constant, 1.0, rhat), np.where(constant, total, ess)
 

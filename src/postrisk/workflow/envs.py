@@ -28,7 +28,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "core": _CORE,
     # priors, posteriors (bartz, NumPyro), methods and tuning: the whole stack
     "jax": (*_CORE, "jax", "numpyro", "bartz", "equinox", "optax", "catboost", "ngboost",
-            "optuna"),
+            "numba", "optuna"),
 }
 # The GPU variant: the same stack, with JAX's CUDA 12 plugin (the lock's ``gpu`` extra).
 FAMILIES["jax-gpu"] = (*FAMILIES["jax"], "jax[cuda12]")
