@@ -95,6 +95,22 @@ def test_the_tree_refuses_weights_and_wrong_inputs():
         tree.predict(np.ones((3, 3)))
     with pytest.raises(ValueError, match="no parameter"):
         tree.set_params(criterion="mse")
+    with pytest.raises(ValueError, match="targets hold NaN"):
+        ExactTreeRegressor().fit(x, np.where(x[:, 0] > 0, np.nan, 1.0))
+    with pytest.raises(ValueError, match="inputs hold NaN"):
+        ExactTreeRegressor().fit(np.where(x > 0, np.inf, x), x[:, 0])
+
+
+def test_a_deep_tree_is_bounded_by_its_rows_not_its_depth():
+    """max_depth far beyond what the rows allow (scikit-learn accepts any depth): the tree
+    stops where the rows do, as scikit-learn's, without sizing itself by 2^depth."""
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(40, 2))
+    y = rng.normal(size=40)
+    ours = ExactTreeRegressor(max_depth=100).fit(x, y)
+    theirs = DecisionTreeRegressor(criterion="friedman_mse", max_depth=100).fit(x, y)
+    np.testing.assert_allclose(ours.predict(x), theirs.predict(x), rtol=0, atol=1e-12)
+    assert len(ours.feature_) == theirs.tree_.node_count
 
 
 @pytest.mark.parametrize("minibatch_frac, col_sample", [(1.0, 1.0), (0.7, 0.6)])

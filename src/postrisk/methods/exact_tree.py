@@ -38,6 +38,9 @@ def sorted_columns(x: np.ndarray) -> np.ndarray:
     """Each column's row order by value, (d, n) int32, ties in row order (a stable sort of the
     float32 values, as the trees compare them)."""
     x = np.asarray(x, dtype=np.float32)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("the inputs hold NaN or infinite values (these trees split no missing "
+                         "values)")
     return np.ascontiguousarray(np.argsort(x, axis=0, kind="stable").T.astype(np.int32))
 
 
@@ -61,14 +64,14 @@ def restrict_order(order: np.ndarray, rows: np.ndarray, n_rows: int) -> np.ndarr
 
 
 @njit(cache=True)
-def _grow(x: np.ndarray, order: np.ndarray, y: np.ndarray, max_depth: int,
+def _grow(x: np.ndarray, order: np.ndarray, y: np.ndarray, max_depth: int, cap: int,
           features: np.ndarray, feature_threshold: float, pure_variance: float):
     """Grow the tree level by level. ``x`` (n, d) float32, ``order`` (d, n) its sorted
-    columns, ``y`` (n,) float64, ``features`` the order in which features are tried (the first
-    strictly best split wins). Returns the nodes (feature, threshold, left, right, value; a
-    leaf has feature −1) and each row's fitted value."""
+    columns, ``y`` (n,) float64, ``cap`` the most nodes the tree can have, ``features`` the
+    order in which features are tried (the first strictly best split wins). Returns the nodes
+    (feature, threshold, left, right, value; a leaf has feature −1) and each row's fitted
+    value."""
     n, _ = x.shape
-    cap = 2 ** (max_depth + 1)
     feature = np.full(cap, -1, dtype=np.int64)
     threshold = np.full(cap, -2.0)
     left = np.full(cap, -1, dtype=np.int64)
@@ -233,9 +236,14 @@ class ExactTreeRegressor:
         y = np.ascontiguousarray(y, dtype=np.float64)
         if y.ndim != 1 or y.shape[0] != x.shape[0] or x.shape[0] == 0:
             raise ValueError(f"need one target per row, got x {x.shape} and y {y.shape}")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("the targets hold NaN or infinite values")
+        depth = int(self.max_depth)
+        # a tree of depth ≤ D has at most 2^(D+1) − 1 nodes, and with n rows at most 2n − 1
+        cap = 2 * x.shape[0] + 1 if depth >= 62 else min(2 ** (depth + 1), 2 * x.shape[0] + 1)
         features = feature_order(self.random_state, x.shape[1])
         (self.feature_, self.threshold_, self.left_, self.right_, self.value_,
-         fitted) = _grow(x, order, y, int(self.max_depth), features, FEATURE_THRESHOLD,
+         fitted) = _grow(x, order, y, depth, cap, features, FEATURE_THRESHOLD,
                          PURE_NODE_VARIANCE)
         self.n_features_in_ = x.shape[1]
         return fitted
