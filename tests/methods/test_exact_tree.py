@@ -93,7 +93,7 @@ def test_the_tree_refuses_weights_and_wrong_inputs():
     tree = ExactTreeRegressor().fit(x, x[:, 0])
     with pytest.raises(ValueError, match="2 columns"):
         tree.predict(np.ones((3, 3)))
-    with pytest.raises(ValueError, match="no parameter"):
+    with pytest.raises(ValueError, match="Invalid parameter"):
         tree.set_params(criterion="mse")
     with pytest.raises(ValueError, match="targets hold NaN"):
         ExactTreeRegressor().fit(x, np.where(x[:, 0] > 0, np.nan, 1.0))

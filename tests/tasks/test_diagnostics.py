@@ -164,6 +164,9 @@ def test_rhat_and_ess_are_arvizs_numpy_values_whatever_else_is_installed():
             assert ess[p] == float(az.ess(x[:, :, p], method="bulk"))
     finally:
         az.Numba.numba_flag = found
+    with diagnostics.arviz_numpy_code():
+        assert az.Numba.numba_flag is False
+    assert az.Numba.numba_flag == found
 
 
 def test_rhat_flags_chains_that_disagree_or_drift():

@@ -140,15 +140,10 @@ def test_stored_rhat_and_ess_are_those_of_the_stored_draws(concrete, tmp_path):
     assert chains == 2 and stored.dtype == np.float32
     by_chain = xr.Dataset({"f": (("chain", "draw", "eval"),
                                  stored.reshape(chains, -1, stored.shape[1]))})
-    found = az.Numba.numba_flag
-    az.Numba.disable_numba()  # ArviZ's NumPy code, as the store's (diagnostics.rhat_and_ess)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            rhat = az.rhat(by_chain, method="rank")["f"].values
-            ess = az.ess(by_chain, method="bulk")["f"].values
-    finally:
-        az.Numba.numba_flag = found
+    with warnings.catch_warnings(), diagnostics.arviz_numpy_code():  # as the store's
+        warnings.simplefilter("ignore", FutureWarning)
+        rhat = az.rhat(by_chain, method="rank")["f"].values
+        ess = az.ess(by_chain, method="bulk")["f"].values
     assert np.all(np.isfinite(rhat)) and np.all(np.isfinite(ess))
     assert np.array_equal(store["rhat"].values, rhat)
     assert np.array_equal(store["ess"].values, ess)

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 from numba import njit
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils import check_random_state
 
 #: scikit-learn's ``FEATURE_THRESHOLD``: two values of a column closer than this are not split.
 FEATURE_THRESHOLD = 1e-7
@@ -191,15 +193,13 @@ def feature_order(random_state: Any, d: int) -> np.ndarray:
     identity without one), int64."""
     if random_state is None:
         return np.arange(d, dtype=np.int64)
-    rng = random_state if isinstance(random_state, np.random.RandomState) else \
-        np.random.RandomState(random_state)
-    return rng.permutation(d).astype(np.int64)
+    return check_random_state(random_state).permutation(d).astype(np.int64)
 
 
-class ExactTreeRegressor:
+class ExactTreeRegressor(RegressorMixin, BaseEstimator):
     """scikit-learn's ``DecisionTreeRegressor(criterion="friedman_mse", max_depth=max_depth)``
     grown from presorted columns (see the module docstring for what is the same and what
-    differs). A scikit-learn estimator (``get_params``/``set_params``, ``clone``).
+    differs).
 
     :meth:`fit` sorts the columns itself; :meth:`fit_sorted` takes them sorted
     (:func:`sorted_columns`, :func:`restrict_order`) and also returns the fitted values at the
@@ -209,16 +209,6 @@ class ExactTreeRegressor:
     def __init__(self, max_depth: int = 3, random_state: Any = None):
         self.max_depth = max_depth
         self.random_state = random_state
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {"max_depth": self.max_depth, "random_state": self.random_state}
-
-    def set_params(self, **params: Any) -> ExactTreeRegressor:
-        for name, value in params.items():
-            if name not in ("max_depth", "random_state"):
-                raise ValueError(f"ExactTreeRegressor has no parameter {name!r}")
-            setattr(self, name, value)
-        return self
 
     def fit(self, x: np.ndarray, y: np.ndarray, sample_weight: Any = None) -> ExactTreeRegressor:
         x = np.ascontiguousarray(x, dtype=np.float32)

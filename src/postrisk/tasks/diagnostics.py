@@ -10,15 +10,13 @@ posteriors R̂ and ESS (ArviZ). Pooled over instances these make the paper's Tab
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 
 N_RANK_BINS = 20
 N_MCSE_BATCHES = 20
-#: R̂ and ESS come from ArviZ's NumPy code even where Numba is installed (the methods install
-#: it for NGBoost's trees): ArviZ switches to Numba-compiled helpers whenever it can import
-#: Numba, which rounds differently in the last bit (a task store's R̂ and ESS would then depend
-#: on what else is installed) and compiles them anew in every posterior job.
-ARVIZ_WITHOUT_NUMBA = True
 
 
 def rank_of_truth(draws: np.ndarray, f_true: np.ndarray) -> np.ndarray:
@@ -83,6 +81,23 @@ def chain_draws(draws: np.ndarray, chains: int) -> np.ndarray:
     return draws.reshape(chains, total // chains, points)
 
 
+@contextmanager
+def arviz_numpy_code() -> Iterator[None]:
+    """ArviZ runs its NumPy code inside, even where Numba is installed (the methods install it
+    for NGBoost's trees), and its switch is restored after. ArviZ switches to Numba-compiled
+    helpers whenever it can import Numba; they round differently in the last bit (a task
+    store's R̂ and ESS would depend on what else is installed) and compile anew in every
+    posterior job."""
+    import arviz as az
+
+    found = az.Numba.numba_flag
+    az.Numba.numba_flag = False
+    try:
+        yield
+    finally:
+        az.Numba.numba_flag = found
+
+
 def rhat_and_ess(draws: np.ndarray, chains: int) -> tuple[np.ndarray, np.ndarray]:
     """R̂ and ESS of f(x) at every point, from chain-major draws (C·S, P), by ArviZ.
 
@@ -97,7 +112,7 @@ def rhat_and_ess(draws: np.ndarray, chains: int) -> tuple[np.ndarray, np.ndarray
     ArviZ works on the draws in their own dtype (:func:`chain_draws`): R̂ and ESS of a task
     store's float32 ``posterior_draws`` reshaped by chain equal these bit for bit, whereas
     R̂ of float64 draws differs from R̂ of the same draws rounded to float32. ArviZ runs its
-    NumPy path here even where Numba is installed (:data:`ARVIZ_WITHOUT_NUMBA`).
+    NumPy code here even where Numba is installed (:func:`arviz_numpy_code`).
     """
     import warnings
 
@@ -112,14 +127,9 @@ def rhat_and_ess(draws: np.ndarray, chains: int) -> tuple[np.ndarray, np.ndarray
 
         ds = xr.Dataset({"f": (("chain", "draw", "point"), by_chain)})
         constant = np.ptp(by_chain.reshape(-1, by_chain.shape[2]), axis=0) == 0
-        numba_flag = az.Numba.numba_flag
-        az.Numba.numba_flag = numba_flag and not ARVIZ_WITHOUT_NUMBA
-        try:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                rhat = np.asarray(az.rhat(ds, method="rank")["f"].values, dtype=float)
-                ess = np.asarray(az.ess(ds, method="bulk")["f"].values, dtype=float)
-        finally:
-            az.Numba.numba_flag = numba_flag
+        with arviz_numpy_code(), np.errstate(invalid="ignore", divide="ignore"):
+            rhat = np.asarray(az.rhat(ds, method="rank")["f"].values, dtype=float)
+            ess = np.asarray(az.ess(ds, method="bulk")["f"].values, dtype=float)
     total = float(by_chain.shape[0] * by_chain.shape[1])
     return np.where(constant, 1.0, rhat), np.where(constant, total, ess)
 
