@@ -9,11 +9,12 @@ CORES ?= 2
 # The fast tier runs in this many test processes (pytest-xdist), whole test files to each.
 TEST_WORKERS ?= $(CORES)
 
-.PHONY: env demo studies paper-slice embedded-suite gpu-bundle test test-slow test-cluster lint envs clean-results help
+.PHONY: env demo studies classification paper-slice embedded-suite gpu-bundle test test-slow test-cluster lint envs clean-results help
 
 help:
 	@echo "make demo       set up .venv and run the embedded demo end to end"
 	@echo "make studies    the paper's studies, small (over the demo preset; <= 15 min)"
+	@echo "make classification one classification instance per offline dataset (~5 min)"
 	@echo "make paper-slice one Concrete cell per prior at the paper's settings (~140 min)"
 	@echo "make embedded-suite the package's small suite, from the slice's results"
 	@echo "make test       fast test tier (<= 10 min)"
@@ -45,6 +46,12 @@ STUDIES_CONFIG := presets/demo.yaml presets/studies.yaml
 studies: env
 	$(BIN)/snakemake studies --configfile $(STUDIES_CONFIG) --cores $(CORES) --quiet rules
 	@$(BIN)/postrisk outputs $(foreach f,$(STUDIES_CONFIG),--configfile $(f)) --studies
+
+# One classification instance per offline dataset, over the demo preset
+# (presets/classification.yaml): its stores and the calibration table.
+CLASSIFICATION_CONFIG := presets/demo.yaml presets/classification.yaml
+classification: env
+	$(BIN)/snakemake classification --configfile $(CLASSIFICATION_CONFIG) --cores $(CORES) --quiet rules
 
 # One Concrete cell per prior at the paper's settings (presets/paper_slice.yaml), in its own
 # folder; prints the wall time and every stage's measured job times. The BNN-first pass

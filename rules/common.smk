@@ -132,6 +132,7 @@ wildcard_constraints:
     noise="|".join(NOISE_MODES),
     coverage="|".join(COVERAGES),
     seed=r"\d+",
+    classes=r"\d+",
     method="|".join([*METHODS, *config.get("outside_methods", {})]),
 
 
@@ -241,4 +242,4 @@ def all_targets(wildcards):
     if PLANNER.conditions:
         for stage in ("checks", "tables", "figure", "report"):
             targets += PLANNER.stage_files(stage)
-    return targets + PLANNER.study_files()
+    return targets + PLANNER.family_files() + PLANNER.study_files()

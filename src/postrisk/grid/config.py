@@ -32,7 +32,13 @@ from postrisk.grid.config_methods import ConfigError, resolve_outside_methods
 from postrisk.grid.schema import SECTION_SCHEMAS, config_schema
 from postrisk.grid.stages import GroupingError, group_keys
 from postrisk.grid.stages import unit_keys as all_unit_keys
-from postrisk.grid.study import StudyError, load_study_packages, renamed_stages, studies
+from postrisk.grid.study import (
+    StudyError,
+    load_family_modules,
+    load_study_packages,
+    renamed_stages,
+    studies,
+)
 from postrisk.grid.vocabulary import METHODS
 
 logger = logging.getLogger(__name__)
@@ -83,6 +89,10 @@ def validate_config(config: Mapping[str, Any], layers: Sequence[Mapping] = ()) -
         load_study_packages(cfg.get("study_packages") or [])
     except StudyError as err:
         raise ConfigError(f"config key 'study_packages': {err}") from None
+    try:
+        load_family_modules(cfg.get("family_packages") or [])
+    except StudyError as err:
+        raise ConfigError(f"config key 'family_packages': {err}") from None
     rename_stage_keys(cfg)
     resolve_outside_methods(cfg, layers)
     validator = jsonschema.Draft202012Validator(
@@ -110,7 +120,7 @@ def validate_config(config: Mapping[str, Any], layers: Sequence[Mapping] = ()) -
                     raise ConfigError(f"config key '{key}.{name}.{axis}': {outside} not in "
                                       f"'{axis}' ({', '.join(cfg[axis])})")
     for study in studies():
-        section = (cfg.get("studies") or {}).get(study.name)
+        section = (cfg.get(study.section) or {}).get(study.name)
         if section and study.check is not None:
             study.check(section)
     cfg.setdefault("ood_datasets", [])

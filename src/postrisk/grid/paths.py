@@ -5,8 +5,9 @@ The workflow's rules, the command line and the tests build paths from these temp
 nowhere else; the tables, figures, pages and release files (one file per run, or per prior) are
 declared in :mod:`postrisk.grid.artefacts`. A template's fields are the keys of what the file
 holds: ``{dataset}``, ``{prior}``, ``{noise}``, ``{coverage}``, ``{seed}``, ``{method}``,
-``{factor}`` (a study's multiple of a setting). The studies declare their own kinds
-(:mod:`postrisk.grid.study`), each under ``studies/<study>/``.
+``{factor}`` (a study's multiple of a setting), ``{classes}`` (a classification task's K). The
+studies declare their own kinds (:mod:`postrisk.grid.study`), each under ``studies/<study>/``;
+the task families' pipelines under ``families/<family>/``.
 Formatting a template with a field's own wildcard text (``dataset="{dataset}"``) leaves that
 wildcard for Snakemake.
 """
@@ -33,7 +34,7 @@ TEMPLATES: dict[str, str] = {
 }
 
 #: Every key a template may use, each matching itself as a Snakemake wildcard.
-WILDCARDS = {key: "{" + key + "}" for key in (*KEY_COLUMNS, "method", "factor")}
+WILDCARDS = {key: "{" + key + "}" for key in (*KEY_COLUMNS, "method", "factor", "classes")}
 
 
 def path(kind: str, root: str = RESULTS, **keys: object) -> str:
@@ -60,9 +61,10 @@ def templates() -> dict[str, str]:
             if kind in out or not kind.startswith(f"{study.name}_"):
                 raise KeyError(f"study {study.name!r}: its file kind {kind!r} must be new and "
                                f"named {study.name}_<what>")
-            if not template.startswith(f"studies/{study.name}/"):
+            home = f"{study.section}/{study.name}/"
+            if not template.startswith(home):
                 raise KeyError(f"study {study.name!r}: its file kind {kind!r} must live under "
-                               f"studies/{study.name}/, not {template}")
+                               f"{home}, not {template}")
             out[kind] = template
     return out
 

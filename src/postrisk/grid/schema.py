@@ -66,10 +66,12 @@ def _cost_model_schema(methods: tuple[str, ...] = METHODS) -> dict:
     }
 
 
-def studies_schema(methods: tuple[str, ...]) -> dict:
-    """Config ``studies``: one optional section per registered study, each its own schema."""
+def studies_schema(methods: tuple[str, ...], section: str = "studies") -> dict:
+    """Config ``studies`` (or ``families``): one optional section per registered study (task
+    family pipeline), each its own schema."""
     return {"type": "object", "additionalProperties": False,
-            "properties": {s.name: s.schema(methods) for s in studies()}}
+            "properties": {s.name: s.schema(methods) for s in studies()
+                           if s.section == section}}
 
 
 def release_schema() -> dict:
@@ -308,6 +310,11 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
             "studies": studies_schema(methods),
             "study_packages": {"type": "array", "items": {"type": "string", "minLength": 1},
                                "uniqueItems": True},
+            # the task families beside regression (docs/design.md, "Task families"), each a
+            # module of postrisk.families; others named by family_packages
+            "families": studies_schema(methods, "families"),
+            "family_packages": {"type": "array", "items": {"type": "string", "minLength": 1},
+                                "uniqueItems": True},
             "release": release_schema(),
             "budget_s": {
                 "type": "object",

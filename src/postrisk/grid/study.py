@@ -52,7 +52,8 @@ class UnitStage:
     #: where every unit's inputs have one shape: (kind, the unit's keys its path takes)
     inputs: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     cost_by: str | None = None  # "prior" | "method": cost entries per prior or method
-    accelerator_by: str | None = None  # "prior": the prior's registry entry says GPU or not
+    #: "prior": the prior's registry entry says GPU or not; "stage": every unit can use one
+    accelerator_by: str | None = None
     directories: bool = True  # outputs are folders (zarr stores)
     host_devices: bool = False  # JAX: one CPU device per thread, set before JAX is imported
     cost: Mapping[str, Any] = field(default_factory=lambda: dict(DEFAULT_COST))
@@ -94,6 +95,9 @@ class Study:
     #: stage names this study used before (old → new): config keys under ``cost_model``,
     #: ``group_by`` and ``budget_s`` keep working for one release, with a deprecation message
     renamed: Mapping[str, str] = field(default_factory=dict)
+    #: the config section and results folder it lives under: ``studies`` (a study), or
+    #: ``families`` (the pipeline of a task family, :class:`TaskFamily`)
+    section: str = "studies"
 
     @property
     def stage_names(self) -> tuple[str, ...]:
@@ -167,10 +171,13 @@ def _discover() -> None:
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         if info.ispkg:
             load_study_package(f"{BUILTIN_PACKAGE}.{info.name}")
+    package = importlib.import_module(FAMILY_PACKAGE)
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        load_family_module(f"{FAMILY_PACKAGE}.{info.name}")
 
 
 def studies() -> tuple[Study, ...]:
-    """Every registered study, in page order."""
+    """Every registered study (and task family pipeline), in page order."""
     _discover()
     return tuple(sorted(_REGISTERED.values(), key=lambda s: (s.order, s.name)))
 
@@ -206,5 +213,96 @@ def resolve(reference: str) -> Callable:
 
 
 def study_settings(cfg: Mapping, study: str) -> Mapping:
-    """Config ``studies.<study>`` (empty where the configuration has none)."""
-    return (cfg.get("studies") or {}).get(study) or {}
+    """Config ``<section>.<study>`` (``studies.<study>``, or ``families.<family>`` for a task
+    family's pipeline; empty where the configuration has none)."""
+    _discover()
+    section = _REGISTERED[study].section if study in _REGISTERED else "studies"
+    return (cfg.get(section) or {}).get(study) or {}
+
+
+# ------------------------------------------------------------------------------ task families
+
+
+@dataclass(frozen=True)
+class TaskFamily:
+    """A family of task instances: what its stores hold and how they are built and opened.
+
+    ``task`` (``module:attribute``) is the class whose ``load(path)`` opens one of the family's
+    stores (:func:`postrisk.release.load.load_task` dispatches on the store attribute
+    ``family``; a store without it is a regression store). ``pipeline`` is the study-like
+    declaration of the stages that build the family's instances and its checks (config
+    ``families.<name>``, results under ``families/<name>/``), registered beside the studies so
+    that the planner, the rules and the studies' page run it without naming it; None for the
+    regression family, whose stages are the benchmark's own (sample, posterior, ...).
+    Built-in families are the modules of ``postrisk.families``; config ``family_packages``
+    names others (docs/contributing.md, "Adding a task family")."""
+
+    name: str
+    title: str
+    task: str
+    pipeline: Study | None = None
+    #: the instance-key columns of its stores, in path order
+    key_columns: tuple[str, ...] = ()
+
+
+_FAMILIES: dict[str, TaskFamily] = {}
+#: The package whose modules declare the built-in task families (``FAMILY``).
+FAMILY_PACKAGE = "postrisk.families"
+
+
+def register_family(family: TaskFamily, source: str = "") -> TaskFamily:
+    """Register ``family`` and its pipeline (a study-like declaration whose section is
+    ``families``)."""
+    if not isinstance(family, TaskFamily):
+        raise StudyError(f"{source or family!r}: FAMILY must be a postrisk.grid.study.TaskFamily")
+    known = _FAMILIES.get(family.name)
+    if known is not None and known != family:
+        raise StudyError(f"task family {family.name!r} from {source} is already registered")
+    if family.pipeline is not None:
+        if family.pipeline.name != family.name or family.pipeline.section != "families":
+            raise StudyError(f"task family {family.name!r}: its pipeline must be named "
+                             f"{family.name!r} with section 'families'")
+        register(family.pipeline, source)
+    _FAMILIES[family.name] = family
+    return family
+
+
+def unregister_family(name: str) -> None:
+    """Forget a registered family and its pipeline (tests that register one of their own)."""
+    _FAMILIES.pop(name, None)
+    unregister(name)
+
+
+def load_family_module(module: str) -> TaskFamily:
+    """Import ``module`` and register its ``FAMILY``."""
+    try:
+        package = importlib.import_module(module)
+    except ImportError as err:
+        raise StudyError(f"task family module {module!r} does not import: {err}") from None
+    family = getattr(package, "FAMILY", None)
+    if family is None:
+        raise StudyError(f"task family module {module!r} declares no FAMILY")
+    return register_family(family, module)
+
+
+def load_family_modules(modules: Iterable[str]) -> None:
+    """Register the families of ``modules`` (config ``family_packages``) besides the built-in
+    ones."""
+    _discover()
+    for module in modules:
+        load_family_module(module)
+
+
+def families() -> tuple[TaskFamily, ...]:
+    """Every registered task family, regression first, then by name."""
+    _discover()
+    return tuple(sorted(_FAMILIES.values(), key=lambda f: (f.name != "regression", f.name)))
+
+
+def family(name: str) -> TaskFamily:
+    """The registered family ``name``; a clear error naming the known ones otherwise."""
+    _discover()
+    try:
+        return _FAMILIES[name]
+    except KeyError:
+        raise KeyError(f"unknown task family {name!r}; known: {', '.join(_FAMILIES)}") from None

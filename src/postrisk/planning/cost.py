@@ -164,6 +164,8 @@ class CostModel:
             entry = METHOD_ENTRIES.get(name)  # an outside method declares none: it runs on CPUs
             return bool(entry is not None and entry.accelerator)
         declared = unit_stages().get(stage)
+        if declared is not None and declared.accelerator_by == "stage":
+            return True
         if stage == "posterior" or (declared is not None and declared.accelerator_by == "prior"):
             from postrisk.priors.base import PRIOR_ENTRIES
 

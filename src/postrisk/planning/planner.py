@@ -123,7 +123,7 @@ class Planner:
     def report_contents(self, root: str = "results") -> list[ArtefactFile]:
         """What the HTML report shows, in catalogue order: every shown table and figure of the
         benchmark (the studies have their own page)."""
-        own = set(study_artefact_stages())
+        own = set(study_artefact_stages()) - set(self.families())
         return self.artefacts(*[a for a in catalogue() if a.shown
                                 and a.kind in ("table", "figure") and a.stage not in own],
                               root=root)
@@ -136,7 +136,20 @@ class Planner:
         return [s.name for s in self.running_studies()]
 
     def running_studies(self) -> list[Study]:
-        return [s for s in studies() if study_runs(s, self.units)]
+        return [s for s in studies() if s.section == "studies" and study_runs(s, self.units)]
+
+    # --------------------------------------------------------------------- task families
+
+    def families(self) -> list[str]:
+        """The task families beside regression this configuration builds (their pipelines
+        have units): their instances and checks are in ``all`` and their tables in the
+        report."""
+        return [s.name for s in studies() if s.section == "families"
+                and study_runs(s, self.units)]
+
+    def family_files(self, root: str = "results") -> list[str]:
+        """Every catalogue file of the task families this configuration builds."""
+        return [f for name in self.families() for f in self.stage_files(name, root)]
 
     def study_contents(self, root: str = "results") -> list[ArtefactFile]:
         """What the studies' page shows: the shown tables and figures of the studies that

@@ -495,11 +495,41 @@ def _also_searched(key: TaskKey, here: _Here) -> str:
     return f". Also searched: {'; '.join(parts)}" if parts else ""
 
 
+def store_family(path: str | Path) -> str:
+    """The task family of the store at ``path``: its ``family`` attribute (a store without one
+    is a regression store, as every store before the classification family was)."""
+    import zarr
+
+    try:
+        attrs = zarr.open_group(str(path), mode="r").attrs
+    except Exception as err:  # noqa: BLE001 - a store that does not open says so below
+        raise FileNotFoundError(f"no readable task store at {path}: {err}") from None
+    return str(attrs.get("family", "regression"))
+
+
+def open_store(path: str | Path):
+    """The task in the store at ``path``, opened by its family's task class (the families'
+    registry, :class:`postrisk.grid.study.TaskFamily`): a regression :class:`Task`, or
+    another family's (a classification task)."""
+    from postrisk.grid.study import family, resolve
+
+    name = store_family(path)
+    if name == "regression":
+        return Task.load(path)
+    try:
+        task_class = resolve(family(name).task)
+    except KeyError as err:
+        raise ValueError(f"{path}: a store of the task family {name!r}, which this version "
+                         f"of postrisk does not know ({err})") from None
+    return task_class.load(path)
+
+
 def load_task(path_or_key: str | Path | TaskKey, root: Roots = None, *,
               verify: bool = False) -> Task:
     """A task from a packed release or a plain store alike.
 
-    ``path_or_key``: a task store directory (``…/0.zarr``); an instance inside a packed file
+    ``path_or_key``: a task store directory (``…/0.zarr``, of any task family: a
+    classification store opens as a classification task); an instance inside a packed file
     (``…/concrete_gp.zip/smooth_monotone/balanced/0``); or a key (``"concrete/gp/
     smooth_monotone/balanced/0"`` or a :class:`TaskKey`), looked up under ``root``
     (:func:`list_tasks`). ``verify``: check a packed instance's digest against the manifest.
@@ -519,7 +549,7 @@ def load_task(path_or_key: str | Path | TaskKey, root: Roots = None, *,
             return open_packed(file + ".zip", group.strip("/"))
         path = Path(path_or_key)
         if path.is_dir():
-            return Task.load(path)
+            return open_store(path)
         if path.suffix == ".zip":
             raise ValueError(f"{path} is a packed file of many instances: name one inside it, "
                              f"e.g. {path}/smooth_monotone/balanced/0")
