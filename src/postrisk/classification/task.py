@@ -1,6 +1,7 @@
 """A classification instance as a Python object: its data, ground truth and oracle.
 
->>> task = postrisk.load_task("results/families/classification/tasks/concrete/gp/bump/balanced/k3/0.zarr")
+>>> task = postrisk.load_task(
+...     "results/families/classification/tasks/concrete/gp/bump/balanced/k3/0.zarr")
 >>> task.x_train, task.y_train, task.x_eval        # what a method sees (y: labels 0 … K−1)
 >>> task.oracle.decomposition(pred, "log_loss")     # the App. A.5 terms of a prediction π̂
 
