@@ -9,6 +9,7 @@ from scipy.special import softmax
 
 from postrisk.classification.generate import build_classification_task, draw_labels
 from postrisk.classification.key import ClassificationKey
+from postrisk.classification.link import class_log_probabilities, class_probabilities
 from postrisk.classification.store import ClassificationStoreError, validate_classification_store
 from postrisk.classification.task import ClassificationTask
 from postrisk.core.io import open_zarr, write_zarr_atomic
@@ -118,3 +119,15 @@ def test_only_the_gp_prior_builds_classification_instances(concrete, gp_params):
                                   concrete, gp_params, N, SETTINGS)
     with pytest.raises(ValueError, match="at least 2 classes"):
         ClassificationKey("concrete", "gp", "bump", "balanced", 1, 0)
+
+
+def test_the_link_is_a_tempered_softmax_and_stable_far_out():
+    latent = np.array([[[1.0, 2.0, 3.0], [1e4, 0.0, -1e4]]])
+    tau = np.array([0.5, 2.0])
+    probs = class_probabilities(latent, tau)
+    np.testing.assert_allclose(probs[0, 0], softmax(np.array([2.0, 4.0, 6.0])), rtol=1e-14)
+    assert probs[0, 1, 0] == 1.0 and np.isfinite(class_log_probabilities(latent, tau)).all()
+    with pytest.raises(ValueError, match="positive"):
+        class_probabilities(latent, np.array([1.0, 0.0]))
+    with pytest.raises(ValueError, match="shape"):
+        class_probabilities(latent, np.array([1.0]))

@@ -11,8 +11,8 @@ import yaml
 
 import postrisk
 from postrisk.evaluation.posterior_checks import perfect_sampler_coverage
-from postrisk.planning.planner import Planner
 from postrisk.grid.config import ConfigError, load_config
+from postrisk.planning.planner import Planner
 from postrisk.tasks.diagnostics import covered_central
 from tests.workflow_helpers import REPO, snakemake
 
@@ -39,6 +39,8 @@ def test_snakemake_classification_builds_the_instances_and_their_check(tmp_path)
     planner = Planner(load_config(REPO / "config.yaml", config))
     assert planner.families() == ["classification"]
     units = planner.units["classification_task"]
+    # a family that builds instances shows its tables in the benchmark's report
+    assert "classification_calibration" in {f.entry.id for f in planner.report_contents()}
     assert [u.key.noise for u in units] == ["homoscedastic", "edges"]
     run = snakemake(tmp_path, "classification", "--cores", "2", "--configfile", str(config))
     assert run.returncode == 0, run.stderr[-3000:]

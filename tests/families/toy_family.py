@@ -84,7 +84,6 @@ def summarise(inputs, out, settings, scale) -> None:
 FAMILY = TaskFamily(
     name="toy_family", title="A toy family: the sign of the first covariate",
     task=f"{__name__}:ToyTask",
-    key_columns=("dataset", "seed"),
     pipeline=Study(
         name="toy_family", title="A toy family", section="families",
         schema=lambda methods: {"type": "object", "additionalProperties": False,

@@ -225,7 +225,7 @@ def test_studies_run_where_their_first_stage_has_units_in_page_order(paper):
     report = planner.report_contents()
     assert list(dict.fromkeys(f.entry.id for f in report)) == [
         a.id for a in shown if a.stage not in ("warmup_check", "ood_proxy", "sandbox",
-                                               "sn_study")]
+                                               "sn_study", "classification")]
     assert [f.path for f in report if f.entry.id == "rank_histograms_prior"] == [
         f"results/figures/rank_histograms_{p}.png" for p in ("gp", "hbart", "bnn")]
     only_sandbox = Planner(_config(paper, {"studies": {"sandbox": {"run": True}}}))

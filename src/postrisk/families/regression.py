@@ -3,11 +3,9 @@ instances are built by the benchmark's own stages (sample, posterior) and opened
 :class:`postrisk.tasks.task.Task`."""
 
 from postrisk.grid.study import TaskFamily
-from postrisk.tasks.key import KEY_COLUMNS
 
 FAMILY = TaskFamily(
     name="regression",
     title="Regression: y = f*(x) + ε with known heteroscedastic noise",
     task="postrisk.tasks.task:Task",
-    key_columns=KEY_COLUMNS,
 )

@@ -5,7 +5,7 @@ The workflow's rules, the command line and the tests build paths from these temp
 nowhere else; the tables, figures, pages and release files (one file per run, or per prior) are
 declared in :mod:`postrisk.grid.artefacts`. A template's fields are the keys of what the file
 holds: ``{dataset}``, ``{prior}``, ``{noise}``, ``{coverage}``, ``{seed}``, ``{method}``,
-``{factor}`` (a study's multiple of a setting), ``{classes}`` (a classification task's K). The
+``{factor}`` (a study's multiple of a setting), ``{classes}`` (a task's number of classes). The
 studies declare their own kinds (:mod:`postrisk.grid.study`), each under ``studies/<study>/``;
 the task families' pipelines under ``families/<family>/``.
 Formatting a template with a field's own wildcard text (``dataset="{dataset}"``) leaves that

@@ -40,8 +40,10 @@ class StudyError(ValueError):
 class UnitStage:
     """A batchable stage of a study: ``units(cfg, seed_policy)`` lists its units (frozen
     dataclasses with ``wildcards``, ``inputs``, ``outputs``, ``dataset``, ``cost_name``, as the
-    benchmark's units); ``group_by.<name>`` groups them into jobs; ``step`` (``module:function``,
-    called with the job's units, ``n_threads`` and ``accelerator``) runs one job."""
+    benchmark's units, and optionally ``cost_rows``: the rows its cost entry scales with, where
+    they are not its dataset's); ``group_by.<name>`` groups them into jobs; ``step``
+    (``module:function``, called with the job's units, ``n_threads`` and ``accelerator``) runs
+    one job."""
 
     name: str
     keys: tuple[str, ...]
@@ -241,8 +243,6 @@ class TaskFamily:
     title: str
     task: str
     pipeline: Study | None = None
-    #: the instance-key columns of its stores, in path order
-    key_columns: tuple[str, ...] = ()
 
 
 _FAMILIES: dict[str, TaskFamily] = {}

@@ -88,17 +88,19 @@ class CostModel:
         n = training_size(dataset, self.sizes.get("n_cap")) if spec.n is not None else 0
         return n + n_eval
 
-    def unit_cost(self, stage: str, name: str | None = None, dataset: str | None = None,
+    def unit_cost(self, stage: str, name: str | None = None, dataset: str | int | None = None,
                   gpu: bool = False) -> tuple[float, float]:
         """(minutes, MB) of one unit on a GPU (``gpu``) or on CPUs: ``minutes +
         minutes_per_size · s`` and ``mem_mb + mem_mb_per_size · s'`` with ``s = (rows /
         cost_model.rows) ** power`` (``s'``: the same with ``mem_power``, where the memory
         grows otherwise; default ``power``); ``rows`` of the unit's dataset
-        (:meth:`unit_rows`), none (s = 0) for stages not tied to one."""
+        (:meth:`unit_rows`), or ``dataset`` itself where a unit gives its rows as a number (its
+        ``cost_rows``), none (s = 0) for stages not tied to one."""
         entry = self.entry(stage, name, gpu)
         scale = mem_scale = 0.0
         if dataset is not None:
-            rows = self.unit_rows(dataset) / float(self.model.get("rows", _ROWS_DEFAULT))
+            rows = dataset if isinstance(dataset, int) else self.unit_rows(dataset)
+            rows = rows / float(self.model.get("rows", _ROWS_DEFAULT))
             scale = rows ** float(entry.get("power", 1.0))
             mem_scale = rows ** float(entry.get("mem_power", entry.get("power", 1.0)))
         minutes = float(entry["minutes"]) + float(entry.get("minutes_per_size", 0.0)) * scale

@@ -259,7 +259,8 @@ def stage_rules(settings: RuleSettings, stage: str, units: Sequence[Any]) -> lis
                     raise GroupingError(f"group_by.{stage}: one {name} job would mix units "
                                         "that do and do not want an accelerator")
                 rule.jobs[ident] = Job(members, cost.units_resources(
-                    stage, [(u.cost_name, u.dataset) for u in members], accelerator))
+                    stage, [(u.cost_name, getattr(u, "cost_rows", u.dataset)) for u in members],
+                    accelerator))
             rules.append(rule)
     return rules
 

@@ -58,5 +58,4 @@ FAMILY = TaskFamily(
     title="Classification: y ~ Cat(softmax(f*(x)/τ(x))) with a known temperature field",
     task="postrisk.classification.task:ClassificationTask",
     pipeline=PIPELINE,
-    key_columns=UNIT_KEYS,
 )

@@ -54,6 +54,12 @@ class ClassificationUnit:
     def cost_name(self) -> str:
         return self.key.prior
 
+    @property
+    def cost_rows(self) -> int:
+        """The size its cost entry scales with: its training rows (NUTS costs K·n² per
+        gradient; the evaluation rows' conditional is a small share)."""
+        return int(self.n)
+
 
 def task_units(cfg: Mapping, policy: Any = None) -> list[ClassificationUnit]:
     """Every configured instance, dataset by dataset. A dataset must be one of the grid's, with
