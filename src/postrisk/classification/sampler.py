@@ -47,7 +47,7 @@ from postrisk.core.jax_env import device_provenance, devices_for_chains
 from postrisk.core.progress import Progress, progress_steps
 from postrisk.gp.exact import sample_prior
 from postrisk.gp.kernels import Kernel
-from postrisk.gp.linalg import JITTERS, robust_factor
+from postrisk.gp.linalg import JITTERS, jittered_cholesky, robust_factor
 
 logger = logging.getLogger(__name__)
 
@@ -109,19 +109,14 @@ def _temperature(temperature, n: int) -> np.ndarray:
 
 
 def _cholesky(cov: np.ndarray) -> tuple[np.ndarray, float]:
-    """(lower Cholesky factor of ``cov`` + jitter, relative jitter), the jitter escalating over
-    :data:`postrisk.gp.linalg.JITTERS` × the mean diagonal; raises when all fail."""
-    scale = float(np.mean(np.diag(cov)))
-    for jit in JITTERS:
-        work = np.array(cov, order="F")
-        work[np.diag_indices(cov.shape[0])] += jit * scale
-        try:
-            return scipy.linalg.cholesky(work, lower=True, overwrite_a=True,
-                                         check_finite=False), jit
-        except np.linalg.LinAlgError:
-            continue
-    raise np.linalg.LinAlgError(f"kernel matrix not positive definite with a relative jitter "
-                                f"of {JITTERS[-1]}")
+    """(lower Cholesky factor of ``cov`` + jitter, relative jitter):
+    :func:`postrisk.gp.linalg.jittered_cholesky`; raises when every jitter fails."""
+    info: dict = {}
+    chol = jittered_cholesky(cov, info)
+    if chol is None:
+        raise np.linalg.LinAlgError(f"kernel matrix not positive definite with a relative "
+                                    f"jitter of {JITTERS[-1]}")
+    return chol, float(info["jitter"])
 
 
 # -- the compiled NUTS loop -------------------------------------------------------------------

@@ -193,12 +193,13 @@ def predictive_moments(chol: np.ndarray, alpha: np.ndarray, k_cross: np.ndarray,
 JITTERS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 
 
-def robust_factor(cov: np.ndarray, info: dict | None) -> tuple[np.ndarray, bool]:
-    """(F, F is lower triangular) with F Fᵀ ≈ cov; reads only the lower triangle of ``cov``."""
+def jittered_cholesky(cov: np.ndarray, info: dict | None = None) -> np.ndarray | None:
+    """The lower Cholesky factor of ``cov`` plus a jitter escalating over :data:`JITTERS` ×
+    its mean diagonal (the first that factors; ``info`` gets ``method`` and ``jitter``), or
+    None when none does (or the diagonal's mean is not positive); reads only the lower
+    triangle."""
     cov = np.asarray(cov, dtype=np.float64)
     m = cov.shape[0]
-    if m == 0:
-        return np.zeros((0, 0)), True
     scale = float(np.mean(np.diag(cov)))
     if not np.isfinite(scale):
         raise ValueError("covariance has a non-finite diagonal")
@@ -214,7 +215,20 @@ def robust_factor(cov: np.ndarray, info: dict | None) -> tuple[np.ndarray, bool]
             if np.all(np.isfinite(np.diag(chol))):
                 if info is not None:
                     info.update(method="cholesky", jitter=jit)
-                return chol, True
+                return chol
+    return None
+
+
+def robust_factor(cov: np.ndarray, info: dict | None) -> tuple[np.ndarray, bool]:
+    """(F, F is lower triangular) with F Fᵀ ≈ cov; reads only the lower triangle of ``cov``:
+    :func:`jittered_cholesky`, else the eigendecomposition with negative eigenvalues
+    clipped."""
+    cov = np.asarray(cov, dtype=np.float64)
+    if cov.shape[0] == 0:
+        return np.zeros((0, 0)), True
+    chol = jittered_cholesky(cov, info)
+    if chol is not None:
+        return chol, True
     evals, evecs = scipy.linalg.eigh(cov, lower=True, check_finite=False)
     if info is not None:
         info.update(method="eigh", jitter=0.0, min_eigenvalue=float(evals.min()))
