@@ -52,6 +52,7 @@ studies: env
 CLASSIFICATION_CONFIG := presets/demo.yaml presets/classification.yaml
 classification: env
 	$(BIN)/snakemake classification --configfile $(CLASSIFICATION_CONFIG) --cores $(CORES) --quiet rules
+	@echo "classification instances: results/families/classification/tasks/ (postrisk.load_task); their check: results/families/classification/calibration.csv"
 
 # One Concrete cell per prior at the paper's settings (presets/paper_slice.yaml), in its own
 # folder; prints the wall time and every stage's measured job times. The BNN-first pass
