@@ -13,6 +13,7 @@ import xarray as xr
 
 from postrisk.classification.key import CLASSIFICATION_KEY_COLUMNS
 from postrisk.core.io import open_zarr
+from postrisk.tasks.store import check_variables
 
 #: The store format's version (its own: the regression stores have TASK_SCHEMA_VERSION).
 CLASSIFICATION_SCHEMA_VERSION = "1"
@@ -76,17 +77,10 @@ def validate_classification_store(store: str | Path | xr.Dataset) -> xr.Dataset:
     problems: list[str] = []
     chains = int(ds.attrs.get("chains", 1))
     spec = {**VARIABLES, **(CHAIN_VARIABLES if chains > 1 else {})}
-    for name, (dims, kind) in spec.items():
-        if name not in ds.variables:
-            problems.append(f"missing variable {name!r}")
-            continue
-        var = ds[name]
-        if var.dims != dims:
-            problems.append(f"{name}: dims {var.dims}, expected {dims}")
-        if var.dtype.kind + str(var.dtype.itemsize) != kind[0] + kind[1:]:
-            problems.append(f"{name}: dtype {var.dtype}, expected {kind}")
-        elif kind[0] == "f" and not np.all(np.isfinite(var.values)):
-            problems.append(f"{name}: non-finite values")
+    check_variables(ds, spec, problems)
+    problems += [f"{name}: non-finite values" for name, (_, kind) in spec.items()
+                 if kind[0] == "f" and name in ds.variables
+                 and not np.all(np.isfinite(ds[name].values))]
     problems += [f"missing attribute {a!r}" for a in ATTRS if a not in ds.attrs]
     if not problems:
         k = ds.sizes["class"]

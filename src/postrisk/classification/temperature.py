@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from postrisk.tasks.noise import SHAPES, rank_gaussianise
+from postrisk.tasks.noise import SHAPES, rank_gaussianise, shape_over_pool
 
 #: The default strength s: the regression noise modes' (their SD varies as exp(½·s·h̃)).
 TEMPERATURE_STRENGTH = 1.25
@@ -47,14 +47,7 @@ def fit_temperature_field(mode: str, pool_scores: np.ndarray,
                           strength: float = TEMPERATURE_STRENGTH) -> TemperatureField:
     """Standardise the shape ``mode`` over the evaluation pool (``pool_scores``: its PC1
     scores); ``strength`` s ≥ 0."""
-    if mode not in SHAPES:
-        raise ValueError(f"unknown noise mode {mode!r}; allowed: {', '.join(SHAPES)}")
     if not strength >= 0:
         raise ValueError(f"the temperature strength must be non-negative, got {strength}")
-    h = SHAPES[mode](rank_gaussianise(pool_scores, pool_scores))
-    mean, sd = float(h.mean()), float(h.std())
-    if mode == "homoscedastic":
-        sd = 1.0
-    elif not sd > 0:
-        raise ValueError(f"noise shape {mode!r} is constant over the evaluation pool")
+    _, mean, sd = shape_over_pool(mode, pool_scores)
     return TemperatureField(mode, float(strength), mean, sd)

@@ -144,16 +144,22 @@ def unregister(name: str) -> None:
     _SOURCES.pop(name, None)
 
 
-def load_study_package(module: str) -> Study:
-    """Import ``module`` and register its ``STUDY``."""
+def _declaration(module: str, attribute: str, what: str) -> Any:
+    """``module``'s ``attribute`` (its ``STUDY`` or ``FAMILY``), imported now; a clear error
+    where the module does not import or declares none."""
     try:
         package = importlib.import_module(module)
     except ImportError as err:
-        raise StudyError(f"study package {module!r} does not import: {err}") from None
-    study = getattr(package, "STUDY", None)
-    if study is None:
-        raise StudyError(f"study package {module!r} declares no STUDY")
-    return register(study, module)
+        raise StudyError(f"{what} {module!r} does not import: {err}") from None
+    declared = getattr(package, attribute, None)
+    if declared is None:
+        raise StudyError(f"{what} {module!r} declares no {attribute}")
+    return declared
+
+
+def load_study_package(module: str) -> Study:
+    """Import ``module`` and register its ``STUDY``."""
+    return register(_declaration(module, "STUDY", "study package"), module)
 
 
 def load_study_packages(modules: Iterable[str]) -> None:
@@ -275,14 +281,7 @@ def unregister_family(name: str) -> None:
 
 def load_family_module(module: str) -> TaskFamily:
     """Import ``module`` and register its ``FAMILY``."""
-    try:
-        package = importlib.import_module(module)
-    except ImportError as err:
-        raise StudyError(f"task family module {module!r} does not import: {err}") from None
-    family = getattr(package, "FAMILY", None)
-    if family is None:
-        raise StudyError(f"task family module {module!r} declares no FAMILY")
-    return register_family(family, module)
+    return register_family(_declaration(module, "FAMILY", "task family module"), module)
 
 
 def load_family_modules(modules: Iterable[str]) -> None:

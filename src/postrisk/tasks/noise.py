@@ -59,6 +59,21 @@ class NoiseModel:
         return asdict(self)
 
 
+def shape_over_pool(mode: str, pool_scores: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """(h at the pool's rows, its mean, its SD over the pool; SD 1 for homoscedastic): what
+    standardises the noise mode ``mode``'s shape (the noise variance's, and the
+    classification family's temperature field's)."""
+    if mode not in SHAPES:
+        raise ValueError(f"unknown noise mode {mode!r}; allowed: {', '.join(SHAPES)}")
+    h = SHAPES[mode](rank_gaussianise(pool_scores, pool_scores))
+    mean, sd = float(h.mean()), float(h.std())
+    if mode == "homoscedastic":
+        sd = 1.0
+    elif not sd > 0:
+        raise ValueError(f"noise shape {mode!r} is constant over the evaluation pool")
+    return h, mean, sd
+
+
 def fit_noise_model(mode: str, pool_scores: np.ndarray, noise_to_signal: float,
                     strength: float = NOISE_STRENGTH) -> NoiseModel:
     """Standardise the shape over the pool and set the level so mean_pool σ² = ρ (App. B.3)."""
@@ -66,12 +81,7 @@ def fit_noise_model(mode: str, pool_scores: np.ndarray, noise_to_signal: float,
         raise ValueError(f"unknown noise mode {mode!r}; allowed: {', '.join(SHAPES)}")
     if not noise_to_signal > 0:
         raise ValueError(f"noise_to_signal must be positive, got {noise_to_signal}")
-    h = SHAPES[mode](rank_gaussianise(pool_scores, pool_scores))
-    mean, sd = float(h.mean()), float(h.std())
-    if mode == "homoscedastic":
-        sd = 1.0
-    elif not sd > 0:
-        raise ValueError(f"noise shape {mode!r} is constant over the evaluation pool")
+    h, mean, sd = shape_over_pool(mode, pool_scores)
     h_std = (h - mean) / sd
     level = float(np.log(noise_to_signal) - np.log(np.mean(np.exp(strength * h_std))))
     return NoiseModel(mode, float(strength), level, mean, sd, float(noise_to_signal))

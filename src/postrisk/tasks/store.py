@@ -71,7 +71,9 @@ def schema_message(where: object, version: object) -> str:
             "is downloaded anew.")
 
 
-def _check_vars(ds: xr.Dataset, spec: dict, problems: list[str]) -> None:
+def check_variables(ds: xr.Dataset, spec: dict, problems: list[str]) -> None:
+    """Append to ``problems`` each variable of ``spec`` (name -> (dims, dtype)) that ``ds``
+    lacks or holds with other dims or dtype."""
     for name, (dims, dtype) in spec.items():
         if name not in ds.variables:
             problems.append(f"missing variable {name!r}")
@@ -144,16 +146,16 @@ def validate_store(store: str | Path | xr.Dataset, kind: str | None = None) -> x
         raise StoreValidationError(schema_message(where, ds.attrs.get("schema_version")))
     if kind not in ("sample", "task"):
         raise StoreValidationError(f"unknown store kind {kind!r} (expected 'sample' or 'task')")
-    _check_vars(ds, SAMPLE_VARIABLES, problems)
+    check_variables(ds, SAMPLE_VARIABLES, problems)
     attrs = TASK_ATTRS if kind == "task" else SAMPLE_ATTRS
     problems += [f"missing attribute {a!r}" for a in attrs if a not in ds.attrs]
     if kind == "task":
         omitted = released_without(ds.attrs, problems)
-        _check_vars(ds, {k: v for k, v in POSTERIOR_VARIABLES.items() if k not in omitted},
+        check_variables(ds, {k: v for k, v in POSTERIOR_VARIABLES.items() if k not in omitted},
                     problems)
         chains = int(ds.attrs.get("chains", 1))
         if chains > 1:
-            _check_vars(ds, OPTIONAL_VARIABLES, problems)
+            check_variables(ds, OPTIONAL_VARIABLES, problems)
         problems += [f"{name} present but chains = {chains}" for name in OPTIONAL_VARIABLES
                      if chains == 1 and name in ds.variables]
         if "draw" in ds.sizes and ds.sizes["draw"] % chains:
