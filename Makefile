@@ -14,7 +14,7 @@ TEST_WORKERS ?= $(CORES)
 help:
 	@echo "make demo       set up .venv and run the embedded demo end to end"
 	@echo "make studies    the paper's studies, small (over the demo preset; <= 15 min)"
-	@echo "make classification one classification instance per offline dataset (~5 min)"
+	@echo "make classification the offline datasets' classification instances and their checks (<= 5 min)"
 	@echo "make paper-slice one Concrete cell per prior at the paper's settings (~140 min)"
 	@echo "make embedded-suite the package's small suite, from the slice's results"
 	@echo "make test       fast test tier (<= 10 min)"
@@ -47,12 +47,14 @@ studies: env
 	$(BIN)/snakemake studies --configfile $(STUDIES_CONFIG) --cores $(CORES) --quiet rules
 	@$(BIN)/postrisk outputs $(foreach f,$(STUDIES_CONFIG),--configfile $(f)) --studies
 
-# One classification instance per offline dataset, over the demo preset
-# (presets/classification.yaml): its stores and the calibration table.
+# The classification instances of the offline datasets at demo sizes, over the demo preset
+# (presets/classification.yaml): both priors, their stores, Table 3 per prior, the rank
+# histograms and the page that shows them.
 CLASSIFICATION_CONFIG := presets/demo.yaml presets/classification.yaml
 classification: env
 	$(BIN)/snakemake classification --configfile $(CLASSIFICATION_CONFIG) --cores $(CORES) --quiet rules
-	@echo "classification instances: results/families/classification/tasks/ (postrisk.load_task); their check: results/families/classification/calibration.csv"
+	@echo "classification instances: results/families/classification/tasks/ (postrisk.load_task)"
+	@echo "their checks: results/families/classification/index.html (Table 3 per prior, rank histograms, every instance)"
 
 # One Concrete cell per prior at the paper's settings (presets/paper_slice.yaml), in its own
 # folder; prints the wall time and every stage's measured job times. The BNN-first pass

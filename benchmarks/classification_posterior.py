@@ -18,6 +18,8 @@ Usage (the process sets 2 host devices, one per CPU core, before importing JAX):
     python benchmarks/classification_posterior.py --sizes 100       # a quick check
     python benchmarks/classification_posterior.py --out    # and append to MEASURED (JSON lines)
     python benchmarks/classification_posterior.py --dataset diamonds --out   # whole instances
+    python benchmarks/classification_posterior.py --dataset diamonds --prior bnn --chains 4 \
+        --warmup 500 --samples 250 --sizes 348 1000 --out     # the BNN prior's
 """
 
 from __future__ import annotations
@@ -94,12 +96,12 @@ def benchmark(n: int, n_eval: int, chains: int, warmup: int, samples: int, seed:
     }
 
 
-def real_instance(dataset: str, n: int, seed: int, settings: dict) -> dict:
+def real_instance(dataset: str, n: int, seed: int, settings: dict, prior: str = "gp") -> dict:
     """One whole classification instance on a dataset's real covariates (its offline copy),
     as the workflow builds it (:func:`postrisk.classification.generate.
     build_classification_task`: training rows, amplitude, truth, labels, NUTS, diagnostics),
-    K = 3, the bump temperature field, balanced coverage; the GP prior fitted with the paper
-    configuration's settings (once per dataset, not timed)."""
+    K = 3, the bump temperature field, balanced coverage; the GP or BNN prior fitted with the
+    paper configuration's settings (once per dataset, not timed)."""
     import json as _json
 
     from postrisk.classification.generate import build_classification_task
@@ -108,25 +110,25 @@ def real_instance(dataset: str, n: int, seed: int, settings: dict) -> dict:
     from postrisk.covariates import FetchSettings, build_covariates
     from postrisk.covariates.build import Covariates
     from postrisk.grid.config import load_config
-    from postrisk.priors.gp.model import GaussianProcessPrior
+    from postrisk.priors.base import get_prior
 
-    if dataset not in _PRIORS:
+    if (dataset, prior) not in _PRIORS:
         cov = Covariates(build_covariates(dataset, FetchSettings(prefer_offline_package=True)))
         cfg = load_config(Path(__file__).resolve().parents[1] / "config.yaml")
-        params = GaussianProcessPrior().fit(dataset, cov.x, cov.ds["target"].values,
-                                            cov.eval_index, cfg["gp_prior"],
-                                            seeding.rng("prior", dataset, "gp"))
-        _PRIORS[dataset] = (cov, params)
-    cov, params = _PRIORS[dataset]
-    key = ClassificationKey(dataset, "gp", "bump", "balanced", K, seed)
+        params = get_prior(prior).fit(dataset, cov.x, cov.ds["target"].values, cov.eval_index,
+                                      cfg[f"{prior}_prior"], seeding.rng("prior", dataset, prior))
+        _PRIORS[dataset, prior] = (cov, params)
+    cov, params = _PRIORS[dataset, prior]
+    key = ClassificationKey(dataset, prior, "bump", "balanced", K, seed)
     t0 = time.perf_counter()
     ds = build_classification_task(key, cov, params, n, settings)
     seconds = time.perf_counter() - t0
     summary = _json.loads(ds.attrs["sampler_summary"])
-    return {"dataset": dataset, "n": int(ds.attrs["n"]), "n_eval": int(ds.attrs["n_eval"]),
+    return {"dataset": dataset, "prior": prior, "n": int(ds.attrs["n"]),
+            "n_eval": int(ds.attrs["n_eval"]),
             "K": K, "seed": seed, "seconds_instance": seconds,
-            **{k: summary[k] for k in ("seconds_compile", "seconds_mcmc",
-                                       "seconds_conditional")},
+            **{k: summary.get(k) for k in ("seconds_compile", "seconds_mcmc",
+                                           "seconds_conditional", "seconds_latents")},
             "max_rhat_pi": float(ds["rhat"].max()), "min_ess_pi": float(ds["ess"].min()),
             "divergences": summary["per_chain"]["divergences"],
             "mean_tree_depth": summary["per_chain"]["mean_tree_depth"],
@@ -151,19 +153,22 @@ def main() -> None:
     parser.add_argument("--dataset", default=None,
                         help="time whole instances on this dataset's real covariates (offline "
                              "copy: concrete, diamonds, health_insurance) instead")
+    parser.add_argument("--prior", choices=("gp", "bnn"), default="gp",
+                        help="with --dataset: the instances' prior (bnn: set --chains 4 "
+                             "--warmup 500 --samples 250 for the paper configuration's NUTS)")
     args = parser.parse_args()
     use_host_devices(args.devices)
     if args.dataset:
         settings = {"temperature_strength": 1.25, "entropy_share": 0.5, "amplitude_draws": 100,
-                    "posterior": {"chains": args.chains, "warmup": args.warmup,
-                                  "samples": args.samples, "target_accept": 0.9,
-                                  "max_tree_depth": 10}}
+                    "posterior": {args.prior: {"chains": args.chains, "warmup": args.warmup,
+                                               "samples": args.samples, "target_accept": 0.9,
+                                               "max_tree_depth": 10}}}
         for n in args.sizes:
             with terminal_logging():
-                row = real_instance(args.dataset, n, args.seed, settings)
-            print(f"{args.dataset} n = {row['n']}: instance {row['seconds_instance']:.1f} s "
-                  f"(compile {row['seconds_compile']:.1f}, MCMC {row['seconds_mcmc']:.1f}, "
-                  f"conditional {row['seconds_conditional']:.2f}), max R̂ "
+                row = real_instance(args.dataset, n, args.seed, settings, args.prior)
+            print(f"{args.dataset} {args.prior} n = {row['n']}: instance "
+                  f"{row['seconds_instance']:.1f} s (compile {row['seconds_compile']:.1f}, "
+                  f"MCMC {row['seconds_mcmc']:.1f}), max R̂ "
                   f"{row['max_rhat_pi']:.3f}, coverage {row['coverage90_pi_eval']:.3f}",
                   flush=True)
             if args.out is not None:

@@ -15,10 +15,11 @@ from postrisk.classification.task import ClassificationTask
 from postrisk.core.io import open_zarr, write_zarr_atomic
 from postrisk.covariates.build import Covariates
 from postrisk.gp.kernels import default_kernel
+from postrisk.priors.bnn.prior import BayesianNeuralNetworkPrior
 
+NUTS = {"chains": 2, "warmup": 60, "samples": 40, "target_accept": 0.9, "max_tree_depth": 8}
 SETTINGS = {"temperature_strength": 1.25, "entropy_share": 0.5, "amplitude_draws": 20,
-            "posterior": {"chains": 2, "warmup": 60, "samples": 40, "target_accept": 0.9,
-                          "max_tree_depth": 8}}
+            "posterior": {"gp": NUTS, "bnn": NUTS}}
 N = 30
 
 
@@ -34,9 +35,23 @@ def gp_params(concrete):
 
 
 @pytest.fixture(scope="module")
-def built(concrete, gp_params):
-    key = ClassificationKey("concrete", "gp", "bump", "balanced", 3, 0)
-    return key, build_classification_task(key, concrete, gp_params, N, SETTINGS)
+def bnn_params(concrete):
+    """The regression BNN prior's fit on the covariates (fewer hidden units and draws)."""
+    settings = {"hidden": 20, "reference_inputs": 30, "scale_draws": 20}
+    return BayesianNeuralNetworkPrior().fit("concrete", concrete.x, None, concrete.eval_index,
+                                            settings, np.random.default_rng(0))
+
+
+@pytest.fixture(scope="module", params=["gp", "bnn"])
+def prior_params(request, gp_params, bnn_params):
+    return request.param, {"gp": gp_params, "bnn": bnn_params}[request.param]
+
+
+@pytest.fixture(scope="module")
+def built(concrete, prior_params):
+    prior, params = prior_params
+    key = ClassificationKey("concrete", prior, "bump", "balanced", 3, 0)
+    return key, build_classification_task(key, concrete, params, N, SETTINGS)
 
 
 def test_the_store_holds_its_contract_and_round_trips(built, tmp_path):
@@ -54,13 +69,14 @@ def test_the_store_holds_its_contract_and_round_trips(built, tmp_path):
     assert np.array_equal(task.y_train, ds["labels_train"].values)
 
 
-def test_regeneration_is_bit_identical_and_seeds_differ(built, concrete, gp_params):
+def test_regeneration_is_bit_identical_and_seeds_differ(built, concrete, prior_params):
     key, a = built
-    b = build_classification_task(key, concrete, gp_params, N, SETTINGS)
+    _, params = prior_params
+    b = build_classification_task(key, concrete, params, N, SETTINGS)
     for name in a.data_vars:
         assert np.array_equal(a[name].values, b[name].values), name
     other = build_classification_task(
-        ClassificationKey("concrete", "gp", "bump", "balanced", 3, 1), concrete, gp_params, N,
+        ClassificationKey("concrete", key.prior, "bump", "balanced", 3, 1), concrete, params, N,
         SETTINGS)
     assert not np.array_equal(a["f_true_eval"].values, other["f_true_eval"].values)
     # one amplitude per (dataset, prior, K): the seeds share it
@@ -79,6 +95,14 @@ def test_the_truth_is_softmax_of_latents_over_temperature(built):
     # the draws are probabilities; their mean is the stored centroid
     np.testing.assert_allclose(ds["prob_mean"].values,
                                ds["prob_draws"].values.astype(float).mean(axis=0), atol=1e-6)
+    # the latents' checks: π is monotone in its own latent given the others, so at K = 2 the
+    # rank of π*_k among the π draws equals the rank of f*_k − f*_j among theirs; here K = 3:
+    # only the ranges and the π check's agreement with a recomputation
+    assert ds["rank_true_latent"].values.max() <= ds.sizes["draw"]
+    d = ds.sizes["draw"]
+    flat = ds["prob_draws"].values.reshape(d, -1)
+    np.testing.assert_array_equal(ds["rank_true"].values.reshape(-1),
+                                  (flat < ds["prob_true_eval"].values.reshape(-1)).sum(axis=0))
 
 
 def test_labels_follow_the_class_probabilities():
@@ -113,10 +137,15 @@ def test_load_task_opens_a_store_by_its_family(built, tmp_path):
     assert np.all(terms["deployment_gap"] == 0)
 
 
-def test_only_the_gp_prior_builds_classification_instances(concrete, gp_params):
+def test_only_the_gp_and_bnn_priors_build_classification_instances(concrete, gp_params):
+    from postrisk.classification.priors import CLASSIFICATION_PRIORS
+    from postrisk.families.classification import config
+
+    assert config.CLASSIFICATION_PRIORS == CLASSIFICATION_PRIORS == ("gp", "bnn")
     with pytest.raises(ValueError, match="priors"):
-        build_classification_task(ClassificationKey("concrete", "bnn", "bump", "balanced", 3, 0),
-                                  concrete, gp_params, N, SETTINGS)
+        build_classification_task(
+            ClassificationKey("concrete", "hbart", "bump", "balanced", 3, 0), concrete,
+            gp_params, N, SETTINGS)
     with pytest.raises(ValueError, match="at least 2 classes"):
         ClassificationKey("concrete", "gp", "bump", "balanced", 1, 0)
 

@@ -166,3 +166,13 @@ def test_prior_latents_shape():
     assert f.shape == (9, K) and f.dtype == np.float64
     np.testing.assert_array_equal(f, prior_latents(KERNEL, SCALE, x, K,
                                                    np.random.default_rng(1)))
+
+
+def test_label_counts_add_the_labels_of_rows_that_share_a_latent():
+    from postrisk.classification.likelihood import check_labels, label_counts
+
+    counts = label_counts(np.array([0, 2, 2, 1]), 3, np.array([0, 1, 1, 0]), 2)
+    np.testing.assert_array_equal(counts, [[1, 1, 0], [0, 0, 2]])
+    np.testing.assert_array_equal(label_counts(np.array([1, 0]), 2), [[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match="0 … 2"):
+        check_labels(np.array([0, 3]), 2, 3)

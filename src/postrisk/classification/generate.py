@@ -1,7 +1,8 @@
 """Building one classification instance (docs/classification.md): the training rows by coverage
-scenario, K latents f* from the GP prior at the calibrated amplitude, the temperature field,
-labels y ~ Cat(softmax(f*/τ)) at the training and evaluation rows, then the reference posterior
-by NUTS (:mod:`postrisk.classification.sampler`) and its diagnostics per point and class.
+scenario, K latents f* from the prior (GP or network: :mod:`postrisk.classification.priors`) at
+the calibrated amplitude, the temperature field, labels y ~ Cat(softmax(f*/τ)) at the training
+and evaluation rows, then the reference posterior by NUTS and its diagnostics per point and
+class, of π and of f.
 
 Random numbers: the key's own streams (:class:`~postrisk.classification.key.ClassificationKey`);
 the amplitude's prior draws one stream per (dataset, prior, K). An instance regenerates
@@ -21,20 +22,20 @@ import xarray as xr
 from postrisk.classification.amplitude import calibrate_amplitude
 from postrisk.classification.key import ClassificationKey, amplitude_rng
 from postrisk.classification.link import class_probabilities
+from postrisk.classification.nuts import ClassificationPosterior
 from postrisk.classification.store import CLASSIFICATION_SCHEMA_VERSION, FAMILY
 from postrisk.classification.temperature import fit_temperature_field
 from postrisk.core.io import digest, json_attr, library_versions
 from postrisk.covariates.build import Covariates
-from postrisk.gp.exact import sample_prior
-from postrisk.gp.kernels import Kernel
 from postrisk.tasks.coverage import select_training
-from postrisk.tasks.diagnostics import covered_central, rank_of_truth, rhat_and_ess
+from postrisk.tasks.diagnostics import (
+    batch_means_mcse_var,
+    covered_central,
+    rank_of_truth,
+    rhat_and_ess,
+)
 
 logger = logging.getLogger(__name__)
-
-#: The priors a classification instance can use (the GP: NUTS on its whitened latents).
-CLASSIFICATION_PRIORS = ("gp",)
-
 
 def draw_labels(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One label per row of ``probs`` (n, K), y ~ Cat(probs), by inverting the CDF at a
@@ -44,29 +45,50 @@ def draw_labels(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.minimum((u[:, None] > cdf).sum(axis=1), probs.shape[1] - 1).astype(np.int64)
 
 
-def prior_amplitude(kernel: Kernel, a: float, x_pool: np.ndarray, key: ClassificationKey,
+def prior_amplitude(prior, params: Mapping, x_pool: np.ndarray, key: ClassificationKey,
                     target: float, n_draws: int) -> tuple[float, float]:
     """(A, share reached) for the instance's (dataset, prior, K): ``n_draws`` unit-amplitude
     prior draws of the K latents at the evaluation pool (:mod:`~postrisk.classification.
-    amplitude`)."""
-    k = key.classes
-    draws = sample_prior(kernel, a, x_pool, amplitude_rng(key.dataset, key.prior, k),
-                         size=n_draws * k)
-    unit = draws.reshape(n_draws, k, -1).transpose(0, 2, 1)
+    amplitude`), from the stream shared by every instance of that (dataset, prior, K)."""
+    unit = prior.unit_draws(params, x_pool, amplitude_rng(key.dataset, key.prior, key.classes),
+                            n_draws, key.classes)
     return calibrate_amplitude(unit, target)
+
+
+def point_checks(draws: np.ndarray, truth: np.ndarray, chains: int,
+                 mcse: bool = True) -> dict[str, np.ndarray]:
+    """Per (evaluation point, class): the rank of the truth among the D draws, whether it lies
+    in their central 90% interval, the relative MCSE of their variance (batch means) and, with
+    several chains, R̂ and bulk ESS. ``draws`` (D, n_eval, K) chain-major, ``truth``
+    (n_eval, K)."""
+    d, n_eval, k = draws.shape
+    flat, true = draws.reshape(d, -1), np.asarray(truth).reshape(-1)
+    checks = {"rank_true": rank_of_truth(flat, true).astype(np.int32),
+              "covered90": covered_central(flat, true, 0.9)}
+    if mcse:
+        checks["mcse_var"] = batch_means_mcse_var(flat)
+    if chains > 1:
+        checks["rhat"], checks["ess"] = rhat_and_ess(flat, chains)
+    return {name: values.reshape(n_eval, k) for name, values in checks.items()}
 
 
 def build_classification_task(key: ClassificationKey, cov: Covariates, prior_params: Mapping,
                               n: int, settings: Mapping) -> xr.Dataset:
-    """The instance ``key``'s store: ``prior_params`` are the dataset's GP prior (kernel and
-    scale constant ``a``), ``n`` the training size, ``settings`` config
-    ``families.classification`` (``temperature_strength``, ``entropy_share``,
-    ``amplitude_draws``, ``posterior``)."""
-    from postrisk.classification.sampler import gp_classification_posterior
+    """The instance ``key``'s store (:func:`build_instance`'s)."""
+    return build_instance(key, cov, prior_params, n, settings)[0]
 
-    if key.prior not in CLASSIFICATION_PRIORS:
-        raise ValueError(f"classification instances use the priors {CLASSIFICATION_PRIORS}, "
-                         f"not {key.prior!r}")
+
+def build_instance(key: ClassificationKey, cov: Covariates, prior_params: Mapping, n: int,
+                   settings: Mapping) -> tuple[xr.Dataset, ClassificationPosterior]:
+    """The instance ``key``'s store and its posterior (with the latent draws, which the store
+    does not keep): ``prior_params`` are the dataset's regression prior of
+    ``key.prior`` (the GP's kernel and scale constant ``a``; the network's ``a``, hidden units
+    and reference inputs), ``n`` the training size, ``settings`` config
+    ``families.classification`` (``temperature_strength``, ``entropy_share``,
+    ``amplitude_draws``, ``posterior``: the NUTS settings per prior)."""
+    from postrisk.classification.priors import latent_prior
+
+    prior = latent_prior(key.prior)
     start = time.perf_counter()
     rng = key.streams()
     ds = cov.ds
@@ -78,12 +100,11 @@ def build_classification_task(key: ClassificationKey, cov: Covariates, prior_par
     field = fit_temperature_field(key.noise, pool_scores, settings["temperature_strength"])
     tau_eval = field.temperature(score[eval_index], pool_scores)
     tau_train = field.temperature(score[train_index], pool_scores)
-    kernel, a = Kernel.from_dict(prior_params["kernel"]), float(prior_params["a"])
-    amplitude, share = prior_amplitude(kernel, a, x[eval_index], key,
+    a = float(prior_params["a"])
+    amplitude, share = prior_amplitude(prior, prior_params, x[eval_index], key,
                                        settings["entropy_share"], settings["amplitude_draws"])
-    scale = amplitude * a
     x_all = np.concatenate([x[eval_index], x[train_index]])
-    f_true = sample_prior(kernel, scale, x_all, rng["truth"], size=key.classes).T
+    f_true = prior.draw(prior_params, amplitude, x_all, rng["truth"], key.classes)
     n_eval = eval_index.size
     f_eval, f_train = f_true[:n_eval], f_true[n_eval:]
     prob_eval = class_probabilities(f_eval, tau_eval)
@@ -91,26 +112,25 @@ def build_classification_task(key: ClassificationKey, cov: Covariates, prior_par
     labels_train = draw_labels(prob_train, rng["labels"])
     labels_eval = draw_labels(prob_eval, rng["labels"])
     sample_s = time.perf_counter() - start
-    posterior_settings = dict(settings["posterior"])
+    posterior_settings = dict(settings["posterior"][key.prior])
     seed = int(rng["posterior"].integers(2**31 - 1))
-    result = gp_classification_posterior(kernel, scale, x[train_index], labels_train, tau_train,
-                                         x[eval_index], key.classes, seed, posterior_settings)
+    result = prior.posterior(prior_params, amplitude, x[train_index], labels_train, tau_train,
+                             x[eval_index], key.classes, seed, posterior_settings)
     draws = class_probabilities(result.latent_eval, tau_eval)  # (D, n_eval, K)
     stored = draws.astype(np.float32)
-    flat, truth = stored.reshape(stored.shape[0], -1), prob_eval.reshape(-1)
-    checks = {"rank_true": rank_of_truth(flat, truth).astype(np.int32),
-              "covered90": covered_central(flat, truth, 0.9)}
-    if result.chains > 1:
-        checks["rhat"], checks["ess"] = rhat_and_ess(flat, result.chains)
-    per_class = {name: (("eval", "class"), values.reshape(n_eval, key.classes))
-                 for name, values in checks.items()}
+    checks = point_checks(stored, prob_eval, result.chains)
+    latent = point_checks(result.latent_eval, f_eval, 1, mcse=False)
+    per_class = {
+        **{name: (("eval", "class"), values) for name, values in checks.items()},
+        **{f"{name}_latent": (("eval", "class"), values) for name, values in latent.items()},
+    }
     seconds = time.perf_counter() - start
     rhat = f"; max R̂ {checks['rhat'].max():.3f}" if "rhat" in checks else ""
     logger.info("[%s] n = %d, n_eval = %d, K = %d, amplitude %.3f (prior entropy share %.3f); "
                 "%d draws in %.1f s%s; 90%% coverage of π* %.3f", key.label, n, n_eval,
                 key.classes, amplitude, share, stored.shape[0], seconds, rhat,
                 checks["covered90"].mean())
-    return xr.Dataset(
+    store = xr.Dataset(
         data_vars={
             "x_train": (("train", "feature"), x[train_index]),
             "train_index": (("train",), train_index.astype(np.int64)),
@@ -128,6 +148,7 @@ def build_classification_task(key: ClassificationKey, cov: Covariates, prior_par
             "prob_true_eval": (("eval", "class"), prob_eval),
             "prob_draws": (("draw", "eval", "class"), stored),
             "prob_mean": (("eval", "class"), draws.mean(axis=0)),
+            "latent_mean": (("eval", "class"), result.latent_eval.mean(axis=0)),
             **per_class,
         },
         coords={"feature": ds["feature"].values, "class": np.arange(key.classes)},
@@ -153,3 +174,4 @@ def build_classification_task(key: ClassificationKey, cov: Covariates, prior_par
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
         },
     )
+    return store, result

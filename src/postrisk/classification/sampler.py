@@ -10,16 +10,13 @@ from 1e-10 to 1e-6 times the mean diagonal, as :func:`postrisk.gp.linalg.robust_
 v ~ N(0, I) of shape (n, K) and f_train = L v, so NUTS sees the potential
 ½‖v‖² − Σ_i log softmax(f_train,i / τ_i)[y_i], whose prior part is isotropic whatever the
 kernel. Training rows that repeat (x, τ) share one latent (their labels enter as counts), so
-duplicates cost nothing and do not make L singular.
+duplicates do not make L singular; the sampler's arrays are padded back to n rows (latents
+without labels, exactly N(0, 1), dropped after sampling), so every instance of a given n and K
+has the same shapes and the NUTS loop compiles once for all of them.
 
-NUTS is NumPyro's functional ``numpyro.infer.hmc.hmc`` kernel with its default adaptation
-(dual-averaging step size, diagonal mass matrix), each chain started from a prior draw of v, in
-float64 inside ``with jax.enable_x64(True):`` (never the global switch). As for the BNN
-(:mod:`postrisk.priors.bnn.sampler`): warm-up and sampling are one ``lax.scan``, the chains are
-spread over the host devices with ``jax.pmap`` (in rounds when there are more chains than
-devices: :func:`postrisk.core.jax_env.devices_for_chains`), and the executable is compiled ahead
-of time and cached per (shapes, settings), with the data as its arguments, so further posteriors
-of the same shapes compile nothing.
+NUTS is :mod:`postrisk.classification.nuts`'s engine (NumPyro's functional kernel, default
+adaptation, each chain from a prior draw of v, float64, chains over the host devices, compiled
+once per shape).
 
 Evaluation rows: for each draw, f at x_eval from its exact Gaussian conditional given f_train,
 mean K_*n K_nn⁻¹ f_train = Wᵀv with W = L⁻¹K_n*, covariance K_** − WᵀW (one factor,
@@ -31,81 +28,28 @@ of the inputs and the seed (bit-identical on the same CPU build).
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
-import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.linalg
 
-from postrisk.core.jax_env import device_provenance, devices_for_chains
-from postrisk.core.progress import Progress, progress_steps
+from postrisk.classification.likelihood import check_labels, check_temperatures, label_counts
+from postrisk.classification.nuts import (
+    ClassificationPosterior,
+    chain_summary,
+    check_settings,
+    run_chains,
+)
+from postrisk.core.jax_env import device_provenance
 from postrisk.gp.exact import sample_prior
 from postrisk.gp.kernels import Kernel
 from postrisk.gp.linalg import JITTERS, jittered_cholesky, robust_factor
 
 logger = logging.getLogger(__name__)
-
-SETTING_KEYS = ("chains", "warmup", "samples", "target_accept", "max_tree_depth")
-#: Progress callbacks of the compiled loop per round (0: none).
-PROGRESS_MARKS = 10
-
-
-@dataclass(frozen=True)
-class ClassificationPosterior:
-    """Chain-major posterior draws of the K latents (D = chains × samples draws)."""
-
-    latent_eval: np.ndarray   # (D, n_eval, K) float64: f at x_eval
-    latent_train: np.ndarray  # (D, n, K) float64: f at x_train
-    chains: int
-    settings: dict            # JSON-able sampler settings
-    summary: dict             # JSON-able timings and NUTS statistics
-
-
-# -- inputs -----------------------------------------------------------------------------------
-
-def _settings(settings: Mapping) -> dict:
-    missing = [k for k in SETTING_KEYS if k not in settings]
-    if missing:
-        raise ValueError(f"settings lack {missing}; need {list(SETTING_KEYS)}")
-    out = {k: int(settings[k]) for k in ("chains", "warmup", "samples", "max_tree_depth")}
-    out["target_accept"] = float(settings["target_accept"])
-    if out["chains"] < 1 or out["warmup"] < 1 or out["samples"] < 1:
-        raise ValueError(f"chains, warmup and samples must be ≥ 1, got {out}")
-    if not 0.0 < out["target_accept"] < 1.0:
-        raise ValueError(f"target_accept must lie in (0, 1), got {out['target_accept']}")
-    if out["max_tree_depth"] < 1:
-        raise ValueError(f"max_tree_depth must be ≥ 1, got {out['max_tree_depth']}")
-    return out
-
-
-def _labels(labels, n: int, n_classes: int) -> np.ndarray:
-    arr = np.asarray(labels)
-    if arr.shape != (n,):
-        raise ValueError(f"labels must have shape ({n},) like x_train's rows, got {arr.shape}")
-    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
-                                 or np.issubdtype(arr.dtype, np.floating)):
-        raise ValueError(f"labels must be integers, got dtype {arr.dtype}")
-    if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-        raise ValueError("labels must be finite integers")
-    arr = arr.astype(np.int64)
-    if n and (arr.min() < 0 or arr.max() >= n_classes):
-        raise ValueError(f"labels must lie in 0 … {n_classes - 1}, got {arr.min()} … {arr.max()}")
-    return arr
-
-
-def _temperature(temperature, n: int) -> np.ndarray:
-    tau = np.asarray(temperature, dtype=np.float64)
-    if tau.shape != (n,):
-        raise ValueError(f"temperature_train must have shape ({n},), got {tau.shape}")
-    if not (np.all(np.isfinite(tau)) and np.all(tau > 0)):
-        raise ValueError("temperatures must be finite and > 0")
-    return tau
 
 
 def _cholesky(cov: np.ndarray) -> tuple[np.ndarray, float]:
@@ -119,7 +63,7 @@ def _cholesky(cov: np.ndarray) -> tuple[np.ndarray, float]:
     return chol, float(info["jitter"])
 
 
-# -- the compiled NUTS loop -------------------------------------------------------------------
+# -- the potential ----------------------------------------------------------------------------
 
 def _potential_gen(chol: Any, inv_tau: Any, counts: Any):
     """NumPyro's ``potential_fn_gen``: the data are arguments of the compiled code."""
@@ -134,132 +78,24 @@ def _potential_gen(chol: Any, inv_tau: Any, counts: Any):
     return potential
 
 
-class _RoundProgress:
-    """Host side of the loop's callbacks in one round: a mark counts once every device has
-    reported it (the callbacks arrive from XLA's threads: a lock orders them)."""
-
-    def __init__(self, progress: Progress, devices: int, where: str) -> None:
-        self.progress, self.devices, self.where = progress, devices, where
-        self.seen: dict[int, int] = {}
-        self.reached = 0
-        self.lock = threading.Lock()
-
-    def tick(self, iteration: int) -> None:
-        with self.lock:
-            self.seen[iteration] = self.seen.get(iteration, 0) + 1
-            if self.seen[iteration] == self.devices and iteration > self.reached:
-                self.progress.advance(iteration - self.reached,
-                                      message=f"{self.where}iteration {iteration}")
-                self.reached = iteration
-
-
-_ROUND: _RoundProgress | None = None
-
-
-def _nuts_progress(iteration: Any) -> None:
-    current = _ROUND
-    if current is not None:
-        try:
-            current.tick(int(iteration))
-        except Exception:  # noqa: BLE001 - reporting must not break sampling
-            logger.exception("progress callback failed")
-
-
-@functools.lru_cache(maxsize=8)
-def _chain_function(n: int, k: int, warmup: int, samples: int, target_accept: float,
-                    max_tree_depth: int, marks: int) -> Any:
-    """``run(keys, data)`` → (v of every iteration, (diverging, accept prob, leapfrog steps) per
-    iteration, final step size), one chain per device (``jax.pmap``)."""
-    import jax
-    import jax.numpy as jnp
-    from jax import lax, random
-    from numpyro.infer.hmc import hmc
-
-    init_kernel, sample_kernel = hmc(potential_fn_gen=_potential_gen, algo="NUTS")
-    total = warmup + samples
-    every = max(1, math.ceil(total / marks)) if marks > 0 else 0
-
-    def report(iteration):
-        jax.debug.callback(_nuts_progress, iteration)
-
-    def run_one(key, data):
-        k_init, k_run = random.split(key)
-        state = init_kernel({"v": random.normal(k_init, (n, k))}, warmup,
-                            target_accept_prob=target_accept, max_tree_depth=max_tree_depth,
-                            trajectory_length=None, model_args=data, rng_key=k_run)
-
-        def body(state, i):
-            new = sample_kernel(state, model_args=data)
-            if every:
-                done = i + 1
-                lax.cond((done % every == 0) | (done == total), report, lambda _: None, done)
-            return new, (new.z["v"], new.diverging, new.accept_prob, new.num_steps)
-
-        state, (v, *stats) = lax.scan(body, state, jnp.arange(total), length=total)
-        return v, tuple(stats), state.adapt_state.step_size
-
-    return jax.pmap(run_one, in_axes=(0, None))
-
-
-_EXECUTABLES: dict[tuple, Any] = {}
-
-
-def _executable(settings: tuple, keys: Any, data: tuple) -> tuple[Any, float]:
-    """(compiled ``run``, seconds spent compiling here: 0 when reused)."""
-    key = settings + tuple(tuple(a.shape) for a in (keys, *data))
-    if key in _EXECUTABLES:
-        return _EXECUTABLES[key], 0.0
-    t0 = time.perf_counter()
-    compiled = _chain_function(*settings).lower(keys, data).compile()
-    _EXECUTABLES[key] = compiled
-    return compiled, time.perf_counter() - t0
-
-
-def _run_chains(chol: np.ndarray, inv_tau: np.ndarray, counts: np.ndarray, seed: int,
-                s: dict) -> tuple[np.ndarray, tuple, np.ndarray, dict]:
-    """Whitened draws v (chains, warm-up + samples, n, K), per-iteration statistics, step
-    sizes and the layout and timings (devices, rounds, seconds compiling and running)."""
-    global _ROUND
-    import jax
-    from jax import random
-
-    n, k = counts.shape
-    used = devices_for_chains(s["chains"], jax.local_device_count())
-    rounds = s["chains"] // used
-    per_round = s["warmup"] + s["samples"]
-    with jax.enable_x64(True):
-        data = tuple(jax.numpy.asarray(a, dtype=jax.numpy.float64)
-                     for a in (chol, inv_tau, counts))
-        keys = random.split(random.PRNGKey(seed), s["chains"]).reshape(rounds, used, -1)
-        run, t_compile = _executable(
-            (n, k, s["warmup"], s["samples"], s["target_accept"], s["max_tree_depth"],
-             int(PROGRESS_MARKS)), keys[0], data)
-        if t_compile > 0:
-            logger.info("NUTS loop (n = %d latent rows, K = %d) compiled in %.1f s", n, k,
-                        t_compile)
-        else:
-            logger.info("NUTS loop: compiled code reused")
-        out, t_run = [], 0.0
-        with progress_steps(rounds * per_round, "NUTS iterations", logger) as progress:
-            for r in range(rounds):
-                where = f"round {r + 1}/{rounds}, " if rounds > 1 else ""
-                t0 = time.perf_counter()
-                _ROUND = tracker = _RoundProgress(progress, used, where)
-                try:
-                    result = jax.block_until_ready(run(keys[r], data))
-                finally:
-                    _ROUND = None
-                if tracker.reached < per_round:
-                    progress.advance(per_round - tracker.reached, message=f"{where}done")
-                t_run += time.perf_counter() - t0
-                out.append(jax.tree.map(np.asarray, result))
-    v = np.concatenate([o[0] for o in out])
-    stats = tuple(np.concatenate([o[1][i] for o in out]) for i in range(3))
-    return v, stats, np.concatenate([o[2] for o in out]), {
-        "devices": used, "rounds": rounds, "seconds_compile": t_compile, "seconds_mcmc": t_run}
-
-
 # -- the posterior ----------------------------------------------------------------------------
+
+def _padded(chol: np.ndarray, inv_tau: np.ndarray, counts: np.ndarray,
+            n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sampler's data padded from the distinct rows to all ``n`` training rows: the factor
+    block-diagonal with an identity, temperature 1 and no labels on the padding rows, whose
+    whitened latents are then exactly N(0, 1) under the posterior, independent of the rest,
+    and are dropped after sampling. Every instance with ``n`` training rows and K classes has
+    the same shapes, so the NUTS loop compiles once for all of them."""
+    m = chol.shape[0]
+    full = np.eye(n)
+    full[:m, :m] = chol
+    tau = np.ones(n)
+    tau[:m] = inv_tau
+    labels = np.zeros((n, counts.shape[1]))
+    labels[:m] = counts
+    return full, tau, labels
+
 
 def _left_multiply(mat: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``mat @ v[d]`` for every draw d of v (D, n, K), as one matrix product: (D, rows, K)."""
@@ -291,30 +127,26 @@ def gp_classification_posterior(kernel: Kernel, scale: float, x_train, labels,
     n = x.shape[0]
     if n == 0:
         raise ValueError("x_train has no rows")
-    y = _labels(labels, n, n_classes)
-    tau = _temperature(temperature_train, n)
-    s = _settings(settings)
+    y = check_labels(labels, n, n_classes)
+    tau = check_temperatures(temperature_train, n)
+    s = check_settings(settings)
     a2 = scale ** 2
 
     # one latent per distinct (x, τ); labels as counts
     rows, inv = np.unique(np.column_stack([x, tau]), axis=0, return_inverse=True)
     inv = np.asarray(inv).reshape(-1)
     xu, tau_u = rows[:, :-1], rows[:, -1]
-    counts = np.zeros((xu.shape[0], n_classes))
-    np.add.at(counts, (inv, y), 1.0)
+    counts = label_counts(y, n_classes, inv, xu.shape[0])
     kmat = kernel.matrix(xu, xu)
     kmat *= a2
     chol, jitter = _cholesky(kmat)
-    v, (div, acc, steps), step_size, run = _run_chains(chol, 1.0 / tau_u, counts, seed, s)
-    warm, chains = s["warmup"], s["chains"]
-    n_div = div[:, warm:].sum(axis=1).astype(int)
-    logger.info("NUTS: %d chain(s) × (%d + %d) in %.1f s; divergences per chain %s",
-                chains, warm, s["samples"], run["seconds_mcmc"], n_div.tolist())
-    if n_div.sum():
-        logger.warning("NUTS: %d divergent transition(s) after warm-up", int(n_div.sum()))
-
+    chains_out = run_chains(_potential_gen, {"v": (n, n_classes)},
+                            _padded(chol, 1.0 / tau_u, counts, n), seed, s,
+                            label="NUTS (GP latents)")
+    chains = s["chains"]
     t0 = time.perf_counter()
-    v = v[:, warm:].reshape((-1,) + v.shape[2:])  # (D, n_unique, K), chain-major
+    v = chains_out["z"]["v"][:, :, :xu.shape[0]]
+    v = v.reshape((-1,) + v.shape[2:])  # (D, n_unique, K), chain-major
     draws = v.shape[0]
     f_u = _left_multiply(chol, v)
     latent_train = np.ascontiguousarray(f_u[:, inv])
@@ -336,24 +168,11 @@ def gp_classification_posterior(kernel: Kernel, scale: float, x_train, labels,
     t_cond = time.perf_counter() - t0
     logger.info("conditional draws at %d evaluation row(s) in %.2f s", xs.shape[0], t_cond)
 
-    max_depth = s["max_tree_depth"]
-    st, ac, dv = steps[:, warm:], acc[:, warm:], div[:, warm:]
-    depth = np.ceil(np.log2(st.astype(np.float64) + 1.0))
     summary = {
-        "seconds_compile": run["seconds_compile"], "seconds_mcmc": run["seconds_mcmc"],
-        "seconds_conditional": t_cond, "devices": run["devices"], "rounds": run["rounds"],
+        **chain_summary(chains_out), "seconds_conditional": t_cond,
         "n_unique_train": int(xu.shape[0]), "jitter_train": jitter,
         "conditional_factor": {k: (float(val) if not isinstance(val, str) else val)
                                for k, val in cond_info.items()},
-        "per_chain": {
-            "divergences": dv.sum(axis=1).astype(int).tolist(),
-            "divergences_warmup": div[:, :warm].sum(axis=1).astype(int).tolist(),
-            "mean_accept_prob": ac.mean(axis=1).tolist(),
-            "step_size": step_size.astype(float).tolist(),
-            "mean_num_steps": st.mean(axis=1).tolist(),
-            "mean_tree_depth": depth.mean(axis=1).tolist(),
-            "max_tree_depth_hits": (st >= 2 ** max_depth - 1).sum(axis=1).astype(int).tolist(),
-        },
     }
     out_settings = {"backend": "numpyro", "algorithm": "NUTS", "parametrisation": "whitened",
                     "precision": "float64",
@@ -367,3 +186,32 @@ def prior_latents(kernel: Kernel, scale: float, x, n_classes: int,
                   rng: np.random.Generator) -> np.ndarray:
     """One draw of the K latents from the prior at the rows of ``x``, shaped (n, K)."""
     return np.ascontiguousarray(sample_prior(kernel, scale, x, rng, size=int(n_classes)).T)
+
+
+class GpLatents:
+    """The K latents under the GP prior (the regression GP prior's ``params``: its kernel and
+    scale constant ``a``; the latents' scale is A·a)."""
+
+    name = "gp"
+
+    def unit_draws(self, params: Mapping, x: np.ndarray, rng: np.random.Generator,
+                   n_draws: int, n_classes: int) -> np.ndarray:
+        """``n_draws`` prior draws of the latents at amplitude 1 at the rows ``x``:
+        (n_draws, n, K)."""
+        kernel, a = Kernel.from_dict(params["kernel"]), float(params["a"])
+        draws = sample_prior(kernel, a, x, rng, size=int(n_draws) * int(n_classes))
+        return draws.reshape(int(n_draws), int(n_classes), -1).transpose(0, 2, 1)
+
+    def draw(self, params: Mapping, amplitude: float, x: np.ndarray, rng: np.random.Generator,
+             n_classes: int) -> np.ndarray:
+        """One prior draw of the latents at the rows ``x``, (n, K)."""
+        kernel, a = Kernel.from_dict(params["kernel"]), float(params["a"])
+        return prior_latents(kernel, float(amplitude) * a, x, n_classes, rng)
+
+    def posterior(self, params: Mapping, amplitude: float, x_train, labels, temperature_train,
+                  x_eval, n_classes: int, seed: int,
+                  settings: Mapping) -> ClassificationPosterior:
+        """:func:`gp_classification_posterior` at the scale A·a."""
+        kernel, a = Kernel.from_dict(params["kernel"]), float(params["a"])
+        return gp_classification_posterior(kernel, float(amplitude) * a, x_train, labels,
+                                           temperature_train, x_eval, n_classes, seed, settings)

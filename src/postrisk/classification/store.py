@@ -2,7 +2,9 @@
 validator. One store per instance holds what a method may see (training inputs and labels,
 evaluation inputs), the ground truth (latents f*, class probabilities π*, the temperature field,
 the evaluation labels) and the reference posterior (D draws of π at the evaluation points) with
-its diagnostics per point and class. Zarr v3 via xarray, written atomically."""
+its diagnostics per point and class (of π, and of the latents f: their posterior mean, the
+rank of f* among their draws and its 90% coverage; the latent draws themselves are not kept).
+Zarr v3 via xarray, written atomically."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from postrisk.core.io import open_zarr
 from postrisk.tasks.store import check_variables
 
 #: The store format's version (its own: the regression stores have TASK_SCHEMA_VERSION).
-CLASSIFICATION_SCHEMA_VERSION = "1"
+CLASSIFICATION_SCHEMA_VERSION = "2"
 FAMILY = "classification"
 
 #: name -> (dims, dtype kind).
@@ -37,8 +39,14 @@ VARIABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "prob_true_eval": (("eval", "class"), "f8"),
     "prob_draws": (("draw", "eval", "class"), "f4"),
     "prob_mean": (("eval", "class"), "f8"),
+    "latent_mean": (("eval", "class"), "f8"),
+    # per (point, class), of the π draws: rank of π*, in the central 90% interval, relative
+    # MCSE of the variance (batch means); of the latent draws: rank of f*, in its 90% interval
     "rank_true": (("eval", "class"), "i4"),
     "covered90": (("eval", "class"), "b1"),
+    "mcse_var": (("eval", "class"), "f8"),
+    "rank_true_latent": (("eval", "class"), "i4"),
+    "covered90_latent": (("eval", "class"), "b1"),
 }
 #: Present exactly when ``chains`` > 1: ArviZ's rank-normalised split-R̂ and bulk ESS of the
 #: stored π draws, per point and class.

@@ -320,5 +320,8 @@ def config_schema(methods: tuple[str, ...] = METHODS) -> dict:
                 "type": "object",
                 "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
             },
+            # the wall clock a scale preset allows its own stages (benchmarks/demo_budget.py;
+            # 15 minutes where a preset names none)
+            "budget_wall_s": {"type": "number", "exclusiveMinimum": 0},
         },
     }

@@ -100,8 +100,13 @@ def uniform_band(expected: np.ndarray, n_points: int, level: float = 0.95
     return lo, hi
 
 
-def _rank_histogram_axes(ax, prior: str, shares: np.ndarray, expected: np.ndarray,
-                         n_inst: int, n_points: int) -> None:
+def rank_histogram_axes(ax, prior: str, shares: np.ndarray, expected: np.ndarray,
+                        n_inst: int, n_points: int, quantity: str = "f*",
+                        unit: str = "points") -> None:
+    """One rank-histogram panel on ``ax``: the pooled shares per bin (bars), the 95% band of a
+    calibrated sampler's histogram of ``n_points`` independent ranks (:func:`uniform_band`)
+    and the exact bin probabilities ``expected``; titled with the prior, the ranked
+    ``quantity`` and the number of instances and of ranked ``unit``."""
     bins = np.arange(shares.size)
     lo, hi = uniform_band(expected, n_points)
     ax.fill_between(np.arange(shares.size + 1) - 0.5, np.append(lo, lo[-1]),
@@ -111,13 +116,13 @@ def _rank_histogram_axes(ax, prior: str, shares: np.ndarray, expected: np.ndarra
     # the exact bin probabilities of a calibrated sampler (D + 1 ranks in 20 bins)
     ax.step(np.arange(shares.size + 1) - 0.5, np.append(expected, expected[-1]), where="post",
             color="k", lw=1, ls="--", label="expected")
-    ax.set_title(f"{prior.upper()}: rank of f* among draws ({n_inst} instances, "
-                 f"{n_points:,} points)", fontsize=9)
+    ax.set_title(f"{prior.upper()}: rank of {quantity} among draws ({n_inst} instances, "
+                 f"{n_points:,} {unit})", fontsize=9)
     ax.set_xlabel(f"rank bin ({shares.size})")
     ax.set_ylabel("share")
 
 
-def _legend_below(fig, ax) -> None:
+def legend_below(fig, ax) -> None:
     """The panels' shared legend below them, outside every axes, so it hides no bar."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
@@ -134,14 +139,14 @@ def draw_rank_histograms(points: dict, priors: Sequence[str], n_inst: dict[str, 
                              layout="constrained")
     for ax, prior in zip(axes[0], priors, strict=True):
         if prior in points:
-            _rank_histogram_axes(ax, prior, points[prior]["rank_hist"],
-                                 points[prior]["rank_expected"], n_inst[prior], n_points[prior])
+            rank_histogram_axes(ax, prior, points[prior]["rank_hist"],
+                                points[prior]["rank_expected"], n_inst[prior], n_points[prior])
         else:
             ax.text(0.5, 0.5, f"{prior.upper()}: no valid instance", ha="center", va="center")
             ax.set_axis_off()
     drawn = [ax for ax in axes[0] if ax.get_legend_handles_labels()[0]]
     if drawn:
-        _legend_below(fig, drawn[0])
+        legend_below(fig, drawn[0])
     return fig
 
 

@@ -9,6 +9,14 @@ from postrisk.grid.config import ConfigError
 from postrisk.grid.vocabulary import COVERAGES, NOISE_MODES
 
 _POSITIVE = {"type": "integer", "minimum": 1}
+#: The priors of classification instances: postrisk.classification.priors's, written out here so
+#: that reading the config imports no sampler (JAX); a test checks the two agree.
+CLASSIFICATION_PRIORS = ("gp", "bnn")
+_NUTS = {"type": "object", "additionalProperties": False,
+         "properties": {"chains": _POSITIVE, "warmup": _POSITIVE, "samples": _POSITIVE,
+                        "target_accept": {"type": "number", "exclusiveMinimum": 0,
+                                          "exclusiveMaximum": 1},
+                        "max_tree_depth": _POSITIVE}}
 
 
 def classification_schema(methods: tuple[str, ...]) -> dict:
@@ -20,7 +28,7 @@ def classification_schema(methods: tuple[str, ...]) -> dict:
         "properties": {
             # the grid's datasets to build instances on (empty: none; each needs its GP prior)
             "datasets": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
-            "priors": {**names(("gp",)), "minItems": 1},
+            "priors": {**names(CLASSIFICATION_PRIORS), "minItems": 1},
             "noise_modes": {**names(NOISE_MODES), "minItems": 1},
             "coverages": {**names(COVERAGES), "minItems": 1},
             "classes": {"type": "array", "items": {"type": "integer", "minimum": 2},
@@ -30,13 +38,9 @@ def classification_schema(methods: tuple[str, ...]) -> dict:
             "temperature_strength": {"type": "number", "minimum": 0},
             "entropy_share": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
             "amplitude_draws": _POSITIVE,
-            "posterior": {
-                "type": "object", "additionalProperties": False,
-                "properties": {"chains": _POSITIVE, "warmup": _POSITIVE, "samples": _POSITIVE,
-                               "target_accept": {"type": "number", "exclusiveMinimum": 0,
-                                                 "exclusiveMaximum": 1},
-                               "max_tree_depth": _POSITIVE},
-            },
+            # the reference posterior's NUTS settings, per prior
+            "posterior": {"type": "object", "additionalProperties": False,
+                          "properties": {p: _NUTS for p in CLASSIFICATION_PRIORS}},
         },
     }
 
@@ -46,27 +50,36 @@ DEFAULTS: Mapping = {
     "datasets": [], "priors": ["gp"], "noise_modes": list(NOISE_MODES),
     "coverages": list(COVERAGES), "classes": [2, 3], "seeds": 1, "n_cap": None,
     "temperature_strength": 1.25, "entropy_share": 0.5, "amplitude_draws": 100,
-    "posterior": {"chains": 2, "warmup": 500, "samples": 500, "target_accept": 0.9,
-                  "max_tree_depth": 10},
+    "posterior": {
+        "gp": {"chains": 2, "warmup": 500, "samples": 500, "target_accept": 0.9,
+               "max_tree_depth": 10},
+        "bnn": {"chains": 4, "warmup": 500, "samples": 250, "target_accept": 0.9,
+                "max_tree_depth": 10},
+    },
 }
 
 
 def settings_of(section: Mapping) -> dict:
     """The section with every default filled in."""
     out = {**DEFAULTS, **section}
-    out["posterior"] = {**DEFAULTS["posterior"], **(section.get("posterior") or {})}
+    given = section.get("posterior") or {}
+    out["posterior"] = {prior: {**nuts, **(given.get(prior) or {})}
+                        for prior, nuts in DEFAULTS["posterior"].items()}
     return out
 
 
 def check_classification(section: Mapping) -> None:
-    """What the schema cannot say: D = chains × samples must allow a coverage check."""
+    """What the schema cannot say: D = chains × samples must allow the checks (batch means of
+    20 batches of at least 2 draws)."""
     settings = settings_of(section)
-    post = settings["posterior"]
-    if post["chains"] * post["samples"] < 20:
-        raise ConfigError("config key 'families.classification.posterior': chains × samples "
-                          "must be at least 20 draws")
+    for prior, post in settings["posterior"].items():
+        if post["chains"] * post["samples"] < 40:
+            raise ConfigError(f"config key 'families.classification.posterior.{prior}': chains "
+                              f"× samples must be at least 40 draws, got {post['chains']} × "
+                              f"{post['samples']}")
 
 
 def summary_settings(section: Mapping) -> dict:
-    """The summary's params: the posterior settings (a change reruns it)."""
-    return {"posterior": settings_of(section)["posterior"]}
+    """The summary's params: the whole section with its defaults (the page shows it; a change
+    reruns the summary)."""
+    return settings_of(section)
