@@ -205,7 +205,8 @@ def report(args: argparse.Namespace) -> pd.DataFrame:
                 " ok" if lo <= nominal <= hi else " OFF")
         mean, lo, hi = mean_t_interval(ok["coverage90"].to_numpy())
         row["posterior, R̂ ≤ 1.05"] = f"{mean:.4f} [{lo:.4f}, {hi:.4f}]"
-        row["coverage f*"] = round(float(group["coverage90_latent"].mean()), 4)
+        mean, lo, hi = mean_t_interval(group["coverage90_latent"].to_numpy())
+        row["coverage f*"] = f"{mean:.4f} [{lo:.4f}, {hi:.4f}]"
         row["rank p (π)"] = round(rank_uniformity_pvalue(group["rank_pi"].to_numpy(), d), 4)
         row["rank p (f)"] = round(rank_uniformity_pvalue(group["rank_f"].to_numpy(), d), 4)
         row["max R̂"] = round(float(group["max_rhat"].max()), 4)

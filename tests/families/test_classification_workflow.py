@@ -87,6 +87,15 @@ def _preset_at_toy_size(tmp_path):
             str(toy)]
 
 
+def test_the_preset_fits_every_prior_its_instances_read(tmp_path):
+    """The demo narrows the regression BNN to Concrete (prior_grid); the classification
+    instances of the other datasets still get their BNN prior fit."""
+    planner = Planner(load_config(REPO / "config.yaml", *_preset_at_toy_size(tmp_path)))
+    fitted = {(u.dataset, u.prior) for u in planner.units["prior"]}
+    read = {(u.key.dataset, u.key.prior) for u in planner.units["classification_task"]}
+    assert read <= fitted
+
+
 @pytest.mark.slow
 def test_make_classification_s_preset_runs_at_toy_size(tmp_path):
     configs = _preset_at_toy_size(tmp_path)

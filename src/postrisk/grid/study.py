@@ -94,6 +94,9 @@ class Study:
     #: ``instances(cfg)``: task keys of instances the study alone uses (their covariates,
     #: prior and sample store are built as the benchmark's)
     instances: Callable[[Mapping], list] | None = None
+    #: ``prior_fits(cfg)``: (dataset, prior) pairs whose prior fit the study's units read,
+    #: beyond the grid's (the prior stage fits them as the benchmark's)
+    prior_fits: Callable[[Mapping], list[tuple[str, str]]] | None = None
     #: stage names this study used before (old → new): config keys under ``cost_model``,
     #: ``group_by`` and ``budget_s`` keep working for one release, with a deprecation message
     renamed: Mapping[str, str] = field(default_factory=dict)

@@ -282,9 +282,12 @@ def study_instances(cfg: Mapping) -> list[TaskKey]:
 
 def prior_units(cfg: Mapping) -> list[PriorUnit]:
     """One per (dataset, prior) of the implemented conditions, in condition order, then of the
-    study datasets' conditions."""
+    study datasets' conditions, then the other fits the studies' units read (a study's
+    ``prior_fits``)."""
     pairs = dict.fromkeys([*((c.dataset, c.prior) for c in implemented_conditions(cfg)),
-                           *((k.dataset, k.prior) for k in study_instances(cfg))])
+                           *((k.dataset, k.prior) for k in study_instances(cfg)),
+                           *(pair for s in studies() if s.prior_fits
+                             for pair in s.prior_fits(cfg))])
     return [PriorUnit(d, p, path("covariates", dataset=d), path("prior", dataset=d, prior=p))
             for d, p in pairs]
 

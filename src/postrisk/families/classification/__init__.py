@@ -17,6 +17,7 @@ from postrisk.families.classification.config import (
 from postrisk.families.classification.units import (
     TASK_TEMPLATE,
     UNIT_KEYS,
+    prior_fits,
     summary_inputs,
     task_units,
 )
@@ -99,6 +100,7 @@ PIPELINE = Study(
     inputs=summary_inputs,
     settings=summary_settings,
     templates={"classification_task": TASK_TEMPLATE},
+    prior_fits=prior_fits,
 )
 
 FAMILY = TaskFamily(

@@ -97,3 +97,10 @@ def task_units(cfg: Mapping, policy: Any = None) -> list[ClassificationUnit]:
 def summary_inputs(planner: Any) -> dict[str, list[str]]:
     """The summary reads every instance's store."""
     return {"tasks": [u.out for u in planner.units["classification_task"]]}
+
+
+def prior_fits(cfg: Mapping) -> list[tuple[str, str]]:
+    """The (dataset, prior) fits the instances read: each dataset's regression GP or BNN prior,
+    fitted by the prior stage even where the regression grid does not use it (a preset's
+    ``prior_grid`` may narrow the BNN to fewer datasets)."""
+    return list(dict.fromkeys((u.key.dataset, u.key.prior) for u in task_units(cfg)))
