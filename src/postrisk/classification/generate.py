@@ -25,6 +25,7 @@ from postrisk.classification.link import class_probabilities
 from postrisk.classification.nuts import ClassificationPosterior
 from postrisk.classification.store import CLASSIFICATION_SCHEMA_VERSION, FAMILY
 from postrisk.classification.temperature import fit_temperature_field
+from postrisk.core import seeding
 from postrisk.core.io import digest, json_attr, library_versions
 from postrisk.covariates.build import Covariates
 from postrisk.tasks.coverage import select_training
@@ -53,6 +54,19 @@ def prior_amplitude(prior, params: Mapping, x_pool: np.ndarray, key: Classificat
     unit = prior.unit_draws(params, x_pool, amplitude_rng(key.dataset, key.prior, key.classes),
                             n_draws, key.classes)
     return calibrate_amplitude(unit, target)
+
+
+def evaluation_rows(dataset: str, pool: np.ndarray, cap: int | None) -> np.ndarray:
+    """The instance's evaluation rows: the dataset's evaluation pool, or, with ``cap`` below
+    its size, ``cap`` of its rows drawn without replacement from a stream of the dataset's own
+    (the same rows for every instance of the dataset), in pool order. The temperature field and
+    the amplitude are set over the whole pool either way."""
+    pool = np.asarray(pool)
+    if cap is None or int(cap) >= pool.size:
+        return pool
+    chosen = seeding.rng("classification_eval_rows", dataset).choice(pool.size, size=int(cap),
+                                                                     replace=False)
+    return pool[np.sort(chosen)]
 
 
 def point_checks(draws: np.ndarray, truth: np.ndarray, chains: int,
@@ -93,15 +107,16 @@ def build_instance(key: ClassificationKey, cov: Covariates, prior_params: Mappin
     rng = key.streams()
     ds = cov.ds
     x, score = ds["x"].values, ds["pc1_score"].values
-    eval_index, candidate_index = cov.eval_index, cov.candidate_index
+    pool, candidate_index = cov.eval_index, cov.candidate_index
+    eval_index = evaluation_rows(key.dataset, pool, settings.get("n_eval_cap"))
     positions = select_training(cov.shell[candidate_index], n, key.coverage, rng["training"])
     train_index = candidate_index[positions]
-    pool_scores = score[eval_index]
+    pool_scores = score[pool]
     field = fit_temperature_field(key.noise, pool_scores, settings["temperature_strength"])
     tau_eval = field.temperature(score[eval_index], pool_scores)
     tau_train = field.temperature(score[train_index], pool_scores)
     a = float(prior_params["a"])
-    amplitude, share = prior_amplitude(prior, prior_params, x[eval_index], key,
+    amplitude, share = prior_amplitude(prior, prior_params, x[pool], key,
                                        settings["entropy_share"], settings["amplitude_draws"])
     x_all = np.concatenate([x[eval_index], x[train_index]])
     f_true = prior.draw(prior_params, amplitude, x_all, rng["truth"], key.classes)

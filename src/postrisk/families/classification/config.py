@@ -35,6 +35,8 @@ def classification_schema(methods: tuple[str, ...]) -> dict:
                         "uniqueItems": True, "minItems": 1},
             "seeds": _POSITIVE,
             "n_cap": {"anyOf": [{"type": "null"}, _POSITIVE]},
+            # evaluation rows per instance: the dataset's pool, or this many of its rows
+            "n_eval_cap": {"anyOf": [{"type": "null"}, _POSITIVE]},
             "temperature_strength": {"type": "number", "minimum": 0},
             "entropy_share": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
             "amplitude_draws": _POSITIVE,
@@ -49,6 +51,7 @@ def classification_schema(methods: tuple[str, ...]) -> dict:
 DEFAULTS: Mapping = {
     "datasets": [], "priors": ["gp"], "noise_modes": list(NOISE_MODES),
     "coverages": list(COVERAGES), "classes": [2, 3], "seeds": 1, "n_cap": None,
+    "n_eval_cap": None,
     "temperature_strength": 1.25, "entropy_share": 0.5, "amplitude_draws": 100,
     "posterior": {
         "gp": {"chains": 2, "warmup": 500, "samples": 500, "target_accept": 0.9,
