@@ -26,7 +26,7 @@ from postrisk.classification.nuts import ClassificationPosterior
 from postrisk.classification.store import CLASSIFICATION_SCHEMA_VERSION, FAMILY
 from postrisk.classification.temperature import fit_temperature_field
 from postrisk.core import seeding
-from postrisk.core.io import digest, json_attr, library_versions
+from postrisk.core.io import array_digest, digest, json_attr, library_versions
 from postrisk.covariates.build import Covariates
 from postrisk.tasks.coverage import select_training
 from postrisk.tasks.diagnostics import (
@@ -50,10 +50,21 @@ def prior_amplitude(prior, params: Mapping, x_pool: np.ndarray, key: Classificat
                     target: float, n_draws: int) -> tuple[float, float]:
     """(A, share reached) for the instance's (dataset, prior, K): ``n_draws`` unit-amplitude
     prior draws of the K latents at the evaluation pool (:mod:`~postrisk.classification.
-    amplitude`), from the stream shared by every instance of that (dataset, prior, K)."""
-    unit = prior.unit_draws(params, x_pool, amplitude_rng(key.dataset, key.prior, key.classes),
-                            n_draws, key.classes)
-    return calibrate_amplitude(unit, target)
+    amplitude`), from the stream shared by every instance of that (dataset, prior, K). The
+    answer is a function of its inputs, kept for the process: a job's further instances of the
+    same (dataset, prior, K) reuse it."""
+    memo = (key.dataset, key.prior, key.classes, float(target), int(n_draws), digest(
+        dict(params)), array_digest((x_pool, np.float64)))
+    if memo not in _AMPLITUDES:
+        unit = prior.unit_draws(params, x_pool,
+                                amplitude_rng(key.dataset, key.prior, key.classes), n_draws,
+                                key.classes)
+        _AMPLITUDES[memo] = calibrate_amplitude(unit, target)
+    return _AMPLITUDES[memo]
+
+
+#: :func:`prior_amplitude`'s answers in this process.
+_AMPLITUDES: dict[tuple, tuple[float, float]] = {}
 
 
 def evaluation_rows(dataset: str, pool: np.ndarray, cap: int | None) -> np.ndarray:
