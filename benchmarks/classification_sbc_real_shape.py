@@ -149,25 +149,28 @@ def run(args: argparse.Namespace) -> None:
 
 
 def run_replicates(args: argparse.Namespace) -> None:
-    from postrisk.classification.generate import build_instance
+    from postrisk.classification.generate import build_instance, evaluation_rows
     from postrisk.classification.key import ClassificationKey
     from postrisk.families.classification.config import settings_of
     from postrisk.planning.conditions import training_size
 
     cfg = preset_config()
     settings = settings_of(cfg["families"]["classification"])
+    if args.warmup is not None:  # a longer warm-up than the preset's (write to another --out)
+        settings["posterior"][args.prior]["warmup"] = args.warmup
     cov, params = setup(args.prior, cfg, Path(args.work))
     n = training_size(DATASET, cfg["sizes"].get("n_cap"))
     if settings["n_cap"]:
         n = min(n, int(settings["n_cap"]))
     k = int(settings["classes"][0])
+    n_eval = evaluation_rows(DATASET, cov.eval_index, settings["n_eval_cap"]).size
     rng = np.random.default_rng(POINT_SEED)
-    pair = (int(rng.integers(cov.eval_index.size)), int(rng.integers(k)))
+    pair = (int(rng.integers(n_eval)), int(rng.integers(k)))
     cells = [(noise, coverage) for noise in settings["noise_modes"]
              for coverage in settings["coverages"]]
     done = done_keys(Path(args.out))
     print(f"{args.prior}: {args.replicates} replicates × {len(cells)} cells, n = {n}, "
-          f"n_eval = {cov.eval_index.size}, K = {k}, NUTS {settings['posterior'][args.prior]}",
+          f"n_eval = {n_eval}, K = {k}, NUTS {settings['posterior'][args.prior]}",
           flush=True)
     for r in range(args.replicates):
         for noise, coverage in cells:
@@ -227,6 +230,8 @@ def main(argv: list[str] | None = None) -> None:
     p_run.add_argument("--replicates", type=int, default=25)
     p_run.add_argument("--seed-base", type=int, default=SEED_BASE)
     p_run.add_argument("--devices", type=int, default=2)
+    p_run.add_argument("--warmup", type=int, default=None,
+                       help="NUTS warm-up iterations instead of the preset's (with --out)")
     p_run.add_argument("--work", default=str(REPO / "runs" / "classification_sbc"))
     for p in (p_run, sub.add_parser("report", help="pool the rows per prior")):
         p.add_argument("--out", default=str(CSV))
